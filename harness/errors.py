@@ -1,0 +1,77 @@
+"""The root error of `harness` and the stable codes a user can assert on.
+
+Every failure a caller may want to tell apart carries a `code`: a short snake_case string that
+never changes once released, so tests and dashboards can match on it instead of on wording.
+Classes mix in the builtin a caller already catches (`ValueError`, `LookupError`,
+`AssertionError`) so that existing `except` clauses keep working.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class HarnessError(Exception):
+    """Root of every error `harness` raises on purpose.
+
+    `code` is stable across releases; `retryable` says whether repeating the same call can
+    succeed without a change of input or configuration.
+    """
+
+    code: ClassVar[str] = "harness_error"
+    retryable: ClassVar[bool] = False
+
+
+class IllegalArgumentException(HarnessError, ValueError):
+    """A module input or configuration is invalid; named after the seeds' Java exception.
+
+    Not retryable: the same input fails the same way until it is corrected.
+    """
+
+    code: ClassVar[str] = "illegal_argument"
+
+
+class AgentOutcomeError(HarnessError):
+    """The agent-outcome record cannot be turned into its result payload."""
+
+    code: ClassVar[str] = "agent_outcome_invalid"
+
+
+class EmptySessionIdError(AgentOutcomeError, ValueError):
+    """The record's mandatory `session_id` is the empty string."""
+
+    code: ClassVar[str] = "agent_outcome_empty_session_id"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the agent-outcome record's mandatory `session_id` is empty: every harness fills it "
+            "with the handle of the conversation that produced this outcome, and an empty handle "
+            "names no conversation"
+        )
+
+
+class OutputNotDeclaredError(HarnessError, LookupError):
+    """An expression reads an output that the action or job does not declare.
+
+    Raised instead of resolving to null, so a stale workflow fails where it reads the field.
+    """
+
+    code: ClassVar[str] = "output_not_declared"
+
+    def __init__(self, field: str, owner: str, declared: list[str]) -> None:
+        self.field = field
+        self.owner = owner
+        self.declared = declared
+        super().__init__(
+            f"output {field!r} is not declared by {owner}; declared outputs: "
+            f"{', '.join(declared) if declared else '(none)'}"
+        )
+
+    def __str__(self) -> str:  # LookupError would quote the whole message
+        return str(self.args[0])
+
+
+class ExpressionError(HarnessError, ValueError):
+    """A `${{ ... }}` expression is malformed or names a job or key that does not exist."""
+
+    code: ClassVar[str] = "expression_invalid"

@@ -1,0 +1,1 @@
+"""The reference ExecModules of the durable decide-act-observe loop."""

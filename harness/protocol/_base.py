@@ -1,0 +1,31 @@
+"""The model configuration every wire record shares."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """A frozen record that refuses unknown keys, so a stale payload fails at the boundary.
+
+    Validation is pydantic's lax mode (which never turns numbers into strings); fields where lax
+    coercion would hide a bug are declared `Strict*` on their own.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CamelWireModel(WireModel):
+    """A wire record spelled camelCase on the wire and snake_case in Python.
+
+    Both spellings validate, so Python callers can build it by attribute name; it always
+    serialises by alias.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )

@@ -1,0 +1,146 @@
+"""Load scenario files: YAML in, validated scenarios out, or an error at `file:line:column`."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from harness.errors import HarnessError
+from harness.scenarios.format import Scenario
+
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+_ADAPTER: TypeAdapter[Scenario] = TypeAdapter(Scenario)
+
+
+class ScenarioFileError(HarnessError, ValueError):
+    """A scenario file does not parse or does not validate; the message starts `file:line:col`."""
+
+    code: ClassVar[str] = "scenario_invalid"
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario and where it came from."""
+
+    scenario: Scenario
+    path: Path
+    line: int
+
+
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Every scenario file under `paths` (files as given, folders searched), sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES)
+        elif path.exists():
+            found.append(path)
+        else:
+            raise ScenarioFileError(f"{path}: no such file or folder")
+    return sorted(set(found))
+
+
+def load_scenarios(paths: Sequence[Path]) -> list[LoadedScenario]:
+    """Load every scenario under `paths`; the first invalid one raises `ScenarioFileError`."""
+    return [loaded for path in discover(paths) for loaded in load_file(path)]
+
+
+def load_file(path: Path) -> list[LoadedScenario]:
+    """Load one file holding one scenario or a list of them."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ScenarioFileError(f"{where}: invalid YAML: {error.problem}") from None
+    if root is None:
+        raise ScenarioFileError(f"{path}:1:1: the file is empty; expected a scenario or a list")
+    data: Any = yaml.safe_load(text)
+    nodes = root.value if isinstance(root, yaml.SequenceNode) else [root]
+    items = data if isinstance(data, list) else [data]
+    loaded: list[LoadedScenario] = []
+    for node, item in zip(nodes, items, strict=True):
+        try:
+            scenario = _ADAPTER.validate_python(item)
+        except ValidationError as error:
+            raise ScenarioFileError(_describe(path, node, error)) from None
+        loaded.append(LoadedScenario(scenario, path, node.start_mark.line + 1))
+    return loaded
+
+
+def _describe(path: Path, node: yaml.Node, error: ValidationError) -> str:
+    lines: list[str] = []
+    for detail in error.errors():
+        location = [part for part in detail["loc"] if not _is_union_tag(part)]
+        target = _node_at(node, location, at_key=detail["type"] == "extra_forbidden")
+        mark = target.start_mark
+        key = ".".join(str(part) for part in location) or "(scenario)"
+        message = detail["msg"]
+        if detail["type"] == "extra_forbidden":
+            message = f"unknown key {location[-1]!r}" + _suggestion(node, location)
+        elif detail["type"] == "missing":
+            message = "required key is missing"
+        found = detail.get("input")
+        found_text = "" if detail["type"] in ("missing",) else f" (found {_short(found)})"
+        lines.append(f"{path}:{mark.line + 1}:{mark.column + 1}: {key}: {message}{found_text}")
+    return "\n".join(lines)
+
+
+def _is_union_tag(part: int | str) -> bool:
+    return part in ("completion",)
+
+
+def _node_at(node: yaml.Node, location: Sequence[int | str], *, at_key: bool) -> yaml.Node:
+    """The YAML node a validation error points at (the key itself for an unknown key)."""
+    current = node
+    for depth, part in enumerate(location):
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                if key_node.value == part:
+                    last = depth == len(location) - 1
+                    current = key_node if at_key and last else value_node
+                    break
+            else:
+                return current
+        elif isinstance(current, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(current.value):
+                return current
+            current = current.value[part]
+        else:
+            return current
+    return current
+
+
+def _suggestion(node: yaml.Node, location: Sequence[int | str]) -> str:
+    model = _model_at(location[:-1])
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(str(location[-1]), list(model.model_fields), n=1)
+    return (
+        f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(model.model_fields)}"
+    )
+
+
+def _model_at(location: Sequence[int | str]) -> type[BaseModel] | None:
+    from harness.scenarios.format import CompletionScenario
+
+    model: type[BaseModel] = CompletionScenario
+    for part in location:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

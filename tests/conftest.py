@@ -1,0 +1,19 @@
+"""Shared test configuration: hypothesis profiles.
+
+`fast` (the default, used in CI) and `thorough` (more examples, no deadline), chosen with the
+environment variable HARNESS_HYPOTHESIS_PROFILE.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "fast", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=2_000, deadline=None, suppress_health_check=list(HealthCheck)
+)
+settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "fast"))
