@@ -75,3 +75,39 @@ class ExpressionError(HarnessError, ValueError):
     """A `${{ ... }}` expression is malformed or names a job or key that does not exist."""
 
     code: ClassVar[str] = "expression_invalid"
+
+
+class CassetteError(HarnessError):
+    """A cassette cannot be used as it is."""
+
+    code: ClassVar[str] = "cassette_error"
+
+
+class CassetteMiss(CassetteError, AssertionError):
+    """A request has no recorded answer left; the message explains the nearest recorded ones."""
+
+    code: ClassVar[str] = "cassette_miss"
+
+
+class CassetteFormatError(CassetteError, ValueError):
+    """A cassette file does not parse, or has an unknown format version; names file and line."""
+
+    code: ClassVar[str] = "cassette_format_invalid"
+
+
+class CassetteTamperedError(CassetteError):
+    """An interaction's digest or the cassette's signature does not match its content."""
+
+    code: ClassVar[str] = "cassette_tampered"
+
+
+class CassetteUnplayedError(CassetteError, AssertionError):
+    """Strict replay: recorded interactions were never requested."""
+
+    code: ClassVar[str] = "cassette_unplayed"
+
+
+class RecordModeError(CassetteError, ValueError):
+    """An unknown record mode or an option combination that cannot work."""
+
+    code: ClassVar[str] = "cassette_record_mode_invalid"

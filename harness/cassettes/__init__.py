@@ -1,0 +1,48 @@
+"""Request-hashed cassettes: canonical keys, O(1) replay, record modes, miss diagnosis,
+scrubbing and tamper evidence, through an injected httpx transport."""
+
+from harness.cassettes.cassette import (
+    FORMAT,
+    SIGNING_KEY_VARIABLE,
+    Cassette,
+    CassetteDocument,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+)
+from harness.cassettes.key import DEFAULT_VOLATILE_FIELDS, KEYED_HEADERS, canonical_request_key
+from harness.cassettes.scrub import PLACEHOLDER, Scrubber
+from harness.cassettes.sse import SseEvent
+from harness.cassettes.transport import CassetteTransport, RecordMode
+from harness.errors import (
+    CassetteError,
+    CassetteFormatError,
+    CassetteMiss,
+    CassetteTamperedError,
+    CassetteUnplayedError,
+    RecordModeError,
+)
+
+__all__ = [
+    "DEFAULT_VOLATILE_FIELDS",
+    "FORMAT",
+    "KEYED_HEADERS",
+    "PLACEHOLDER",
+    "SIGNING_KEY_VARIABLE",
+    "Cassette",
+    "CassetteDocument",
+    "CassetteError",
+    "CassetteFormatError",
+    "CassetteMiss",
+    "CassetteTamperedError",
+    "CassetteTransport",
+    "CassetteUnplayedError",
+    "Interaction",
+    "RecordMode",
+    "RecordModeError",
+    "RecordedRequest",
+    "RecordedResponse",
+    "Scrubber",
+    "SseEvent",
+    "canonical_request_key",
+]

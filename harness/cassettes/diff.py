@@ -1,0 +1,167 @@
+"""Miss diagnosis: say which recorded request is nearest and exactly how it differs.
+
+Runs only when a miss happens; replay never pays for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from harness.cassettes.key import parse_json_body
+from harness.errors import CassetteMiss
+
+if TYPE_CHECKING:
+    from harness.cassettes.cassette import Cassette
+
+MAX_CANDIDATES: Final = 3
+MAX_DIFF_LINES: Final = 12
+STRING_WINDOW: Final = 24
+
+
+def structural_diff(old: Any, new: Any, path: str = "$") -> Iterator[str]:
+    """Yield `path: old -> new` for every place two JSON values differ, recorded -> requested.
+
+    Lists of different lengths are said as such (`5 items -> 1 item`) before their items are
+    compared; long strings are shortened around their first difference.
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        for name in sorted(old.keys() | new.keys()):
+            child = f"{path}.{name}" if name.isidentifier() else f"{path}[{name!r}]"
+            if name not in new:
+                yield f"{child}: {_short(old[name])} -> (absent)"
+            elif name not in old:
+                yield f"{child}: (absent) -> {_short(new[name])}"
+            else:
+                yield from structural_diff(old[name], new[name], child)
+    elif isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            yield f"{path}: {_items(len(old))} -> {_items(len(new))}"
+        for index, (a, b) in enumerate(zip(old, new, strict=False)):
+            yield from structural_diff(a, b, f"{path}[{index}]")
+    elif isinstance(old, str) and isinstance(new, str):
+        if old != new:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+                min(len(old), len(new)),
+            )
+            yield f"{path}: {_window(old, first)} -> {_window(new, first)}"
+    elif old != new or type(old) is not type(new):
+        yield f"{path}: {_short(old)} -> {_short(new)}"
+
+
+def explain_miss(
+    *,
+    cassette: Cassette,
+    method: str,
+    url: str,
+    body: bytes,
+    key: str,
+    mode: str,
+    recorded_for_key: int,
+) -> CassetteMiss:
+    """Build the `CassetteMiss` for a request with no unplayed interaction."""
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    head = f"{method} {path}" + (f"?{parts.query}" if parts.query else "")
+    if recorded_for_key:
+        return CassetteMiss(
+            f"cassette {cassette.path}: {head} (key {key}) was recorded {recorded_for_key} "
+            f"time(s) and every recorded occurrence has been played; the code under test sent "
+            f"it once more. Set allow_repeats=True to replay the last answer again, or re-record "
+            f"(record mode 'all')."
+        )
+    lines = [
+        f"cassette {cassette.path} has no interaction for {head} (key {key}) "
+        f"in record mode {mode!r}."
+    ]
+    requested = _view(parts.query, body)
+    candidates = [
+        (index, interaction, _request_diff(_view(i.query, i.body_bytes()), requested))
+        for index, interaction in enumerate(cassette.interactions)
+        if (i := interaction.request).method == method.upper() and i.path == path
+    ]
+    candidates.sort(key=lambda item: (len(item[2]), item[0]))
+    if not candidates:
+        recorded = sorted({f"{i.request.method} {i.request.path}" for i in cassette.interactions})
+        lines.append(
+            "No recorded request has the same method and path; recorded: "
+            + (", ".join(recorded) if recorded else "(the cassette is empty)")
+        )
+    else:
+        lines.append("Nearest recorded requests (same method and path), most similar first:")
+        for index, interaction, differences in candidates[:MAX_CANDIDATES]:
+            lines.append(
+                f"  #{index} key {interaction.key} occurrence {interaction.occurrence}: "
+                f"{len(differences)} difference(s)"
+            )
+        best_index, _, best = candidates[0]
+        lines.append(f"Differences from #{best_index}, recorded -> requested:")
+        lines.extend(f"  {line}" for line in best[:MAX_DIFF_LINES])
+        if len(best) > MAX_DIFF_LINES:
+            lines.append(f"  ... and {len(best) - MAX_DIFF_LINES} more")
+        if not best:
+            lines.append(
+                "  (none in the query or body: a keyed header such as anthropic-version, or "
+                "the volatile-field setting, differs)"
+            )
+    lines.append(
+        "If the request changed on purpose, re-record: record mode 'new_episodes' appends the "
+        "new interaction, 'all' rewrites the cassette from this run."
+    )
+    return CassetteMiss("\n".join(lines))
+
+
+def _view(query: str, body: bytes) -> tuple[list[tuple[str, str]], Any]:
+    is_json, value = parse_json_body(body)
+    if not is_json:
+        value = body.decode("utf-8", "replace") if body else None
+    return sorted(parse_qsl(query, keep_blank_values=True)), value
+
+
+def _request_diff(
+    recorded: tuple[list[tuple[str, str]], Any], requested: tuple[list[tuple[str, str]], Any]
+) -> list[str]:
+    """Body differences rooted at `$`, then a query difference if any."""
+    lines = list(structural_diff(recorded[1], requested[1]))
+    if recorded[0] != requested[0]:
+        lines.append(f"query: {urlencode(recorded[0])!r} -> {urlencode(requested[0])!r}")
+    return lines
+
+
+def _items(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
+
+
+def _short(value: Any) -> str:
+    import json
+
+    if isinstance(value, str):
+        return _window(value, 0)
+    if isinstance(value, list):
+        return f"[{_items(len(value))}]" if value else "[]"
+    if isinstance(value, dict):
+        inner = ", ".join(f'"{k}": {_scalar(v)}' for k, v in list(value.items())[:2])
+        return "{" + inner + (", ...}" if len(value) > 2 else "}")
+    return json.dumps(value)
+
+
+def _scalar(value: Any) -> str:
+    import json
+
+    if isinstance(value, dict | list):
+        return "{...}" if isinstance(value, dict) else "[...]"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= STRING_WINDOW + 2 else text[: STRING_WINDOW - 1] + '..."'
+
+
+def _window(text: str, first_difference: int) -> str:
+    import json
+
+    if len(text) <= 2 * STRING_WINDOW:
+        return json.dumps(text, ensure_ascii=False)
+    start = max(0, first_difference - STRING_WINDOW // 2)
+    end = min(len(text), start + STRING_WINDOW)
+    snippet = json.dumps(text[start:end], ensure_ascii=False)[1:-1]
+    return '"' + ("..." if start else "") + snippet + ("..." if end < len(text) else "") + '"'

@@ -1,0 +1,240 @@
+"""The canonical request key: what makes two LLM HTTP requests "the same request".
+
+The key is `"sha256:" + hex(sha256(canonical bytes))`, where the canonical bytes are compact JSON
+with sorted keys of:
+
+- `method`, upper-case;
+- `path`, and `query` as its parameters sorted (credential parameters left out); scheme, host and
+  port are not part of the key, so a cassette recorded against one base URL replays against any;
+- `headers`: only the behaviour-changing ones in `KEYED_HEADERS`, lower-cased;
+- `body`: the parsed JSON body with volatile fields removed, or for a non-JSON body `body_text`
+  (UTF-8) or `body_base64`; an empty body is `null`.
+
+This is a compatibility contract: golden tests pin the key of fixed requests, and changing how it
+is computed bumps the cassette format version.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlsplit
+
+from harness.errors import CassetteError
+
+KEYED_HEADERS: Final = frozenset(
+    {"anthropic-version", "anthropic-beta", "openai-beta", "openai-version", "api-version"}
+)
+"""Headers that change what a provider does, and so are part of the key."""
+
+CREDENTIAL_QUERY_PARAMETERS: Final = frozenset(
+    {
+        "key",
+        "api_key",
+        "api-key",
+        "apikey",
+        "access_token",
+        "token",
+        "auth",
+        "sig",
+        "signature",
+        "client_secret",
+        "password",
+        "x-goog-api-key",
+    }
+)
+"""Query parameters that carry credentials: never keyed, always scrubbed."""
+
+DEFAULT_VOLATILE_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    "openai": ("/user", "/safety_identifier", "/prompt_cache_key", "/metadata"),
+    "anthropic": ("/metadata/user_id",),
+}
+"""Body fields (JSON pointers) that vary between runs without changing the answer, per provider.
+
+OpenAI: `user`, `safety_identifier` and `prompt_cache_key` identify the end user or a cache
+bucket, and `metadata` is stored-completion bookkeeping. Anthropic: `metadata.user_id`.
+A `*` segment matches every item of an array or every member of an object.
+"""
+
+
+class VolatileFieldError(CassetteError, ValueError):
+    """A volatile-field entry is not a JSON pointer."""
+
+    code = "cassette_volatile_field_invalid"
+
+
+def detect_provider(path: str) -> str | None:
+    """Guess the provider from a request path: Anthropic Messages or OpenAI(-compatible)."""
+    if path.endswith(("/messages", "/messages/count_tokens")):
+        return "anthropic"
+    if path.endswith(("/chat/completions", "/completions", "/responses", "/embeddings")):
+        return "openai"
+    return None
+
+
+def canonical_request_key(
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    body: bytes | str | None = None,
+    *,
+    volatile: Sequence[str] = (),
+    provider: str | None = None,
+) -> str:
+    """The `sha256:` key of a request; see the module docstring for what it covers.
+
+    `volatile` adds JSON pointers to the provider's default volatile fields (`provider` is detected
+    from the path when not given).
+    """
+    return (
+        "sha256:"
+        + hashlib.sha256(
+            canonical_request_bytes(
+                method, url, headers, body, volatile=volatile, provider=provider
+            )
+        ).hexdigest()
+    )
+
+
+def canonical_request_bytes(
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    body: bytes | str | None = None,
+    *,
+    volatile: Sequence[str] = (),
+    provider: str | None = None,
+) -> bytes:
+    """The canonical bytes the key hashes (useful to see why two keys differ)."""
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    document: dict[str, Any] = {
+        "method": method.upper(),
+        "path": path,
+        "query": sorted(
+            [name, value]
+            for name, value in parse_qsl(parts.query, keep_blank_values=True)
+            if name.lower() not in CREDENTIAL_QUERY_PARAMETERS
+        ),
+        "headers": keyed_headers(headers),
+    }
+    document.update(_canonical_body(body, path, volatile, provider))
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
+def keyed_headers(
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None,
+) -> dict[str, str]:
+    """The behaviour-changing headers of a request, lower-cased names, repeated values joined."""
+    if headers is None:
+        return {}
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    keyed: dict[str, list[str]] = {}
+    for name, value in items:
+        lowered = name.lower()
+        if lowered in KEYED_HEADERS:
+            keyed.setdefault(lowered, []).append(value)
+    return {name: ", ".join(values) for name, values in keyed.items()}
+
+
+def parse_json_body(body: bytes | str | None) -> tuple[bool, Any]:
+    """`(True, value)` when `body` is a JSON document, else `(False, None)`."""
+    if not body:
+        return False, None
+    try:
+        return True, json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False, None
+
+
+def _canonical_body(
+    body: bytes | str | None, path: str, volatile: Sequence[str], provider: str | None
+) -> dict[str, Any]:
+    if not body:
+        return {"body": None}
+    is_json, value = parse_json_body(body)
+    if is_json:
+        pointers = (
+            *DEFAULT_VOLATILE_FIELDS.get(provider or detect_provider(path) or "", ()),
+            *volatile,
+        )
+        if pointers:
+            value = remove_pointers(value, pointers)
+        return {"body": value}
+    raw = body.encode("utf-8") if isinstance(body, str) else body
+    try:
+        return {"body_text": raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(raw).decode("ascii")}
+
+
+def remove_pointers(value: Any, pointers: Iterable[str]) -> Any:
+    """`value` without the members the JSON pointers name; missing members are ignored.
+
+    Containers on the way to a removed member are copied, everything else is shared, so the cost
+    is proportional to the pointers' depth, not to the size of the body.
+    """
+    for pointer in pointers:
+        value = _without(value, _split_pointer(pointer))
+    return value
+
+
+def _split_pointer(pointer: str) -> list[str]:
+    if pointer == "":
+        raise VolatileFieldError(
+            "expected a JSON pointer such as '/metadata/user_id' but got '' (the whole body)"
+        )
+    if not pointer.startswith("/"):
+        raise VolatileFieldError(
+            f"expected a JSON pointer starting with '/' but got volatile={pointer!r}"
+        )
+    return [part.replace("~1", "/").replace("~0", "~") for part in pointer[1:].split("/")]
+
+
+def _without(node: Any, parts: list[str]) -> Any:
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, dict):
+        names = list(node) if head == "*" else [head] if head in node else []
+        if not names:
+            return node
+        copied = dict(node)
+        for name in names:
+            if rest:
+                copied[name] = _without(node[name], rest)
+            else:
+                del copied[name]
+        return copied
+    if isinstance(node, list):
+        if head == "*":
+            indexes = range(len(node))
+        elif head.isdigit() and int(head) < len(node):
+            indexes = range(int(head), int(head) + 1)
+        else:
+            return node
+        if not rest:
+            drop = set(indexes)
+            return [item for index, item in enumerate(node) if index not in drop]
+        copied_list = list(node)
+        for index in indexes:
+            copied_list[index] = _without(node[index], rest)
+        return copied_list
+    return node
+
+
+__all__ = [
+    "CREDENTIAL_QUERY_PARAMETERS",
+    "DEFAULT_VOLATILE_FIELDS",
+    "KEYED_HEADERS",
+    "VolatileFieldError",
+    "canonical_request_bytes",
+    "canonical_request_key",
+    "detect_provider",
+    "keyed_headers",
+    "parse_json_body",
+    "remove_pointers",
+]

@@ -1,0 +1,82 @@
+"""Server-sent events as recorded data: split a stream into events, render them back.
+
+A cassette stores a `text/event-stream` body as the list of its events, in order, each with its
+fields, so a replay delivers the same events with the same boundaries, and a git diff shows
+which event changed. Comment lines (`: OPENROUTER PROCESSING`) are kept as events of their own
+when they stand alone in a block.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class SseEvent(BaseModel):
+    """One event block: its fields as the SSE spec reads them, plus standalone comments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event: str | None = None
+    data: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    comments: tuple[str, ...] = ()
+
+    def render(self) -> bytes:
+        """The block as wire bytes, ending with the blank line that closes it."""
+        lines = [f":{comment}" for comment in self.comments]
+        if self.event is not None:
+            lines.append(f"event: {self.event}")
+        if self.id is not None:
+            lines.append(f"id: {self.id}")
+        if self.retry is not None:
+            lines.append(f"retry: {self.retry}")
+        if self.data is not None:
+            lines.extend(f"data: {line}" for line in self.data.split("\n"))
+        return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def parse_sse(text: str) -> list[SseEvent]:
+    """Split an event stream into its events, in order; trailing partial blocks are kept."""
+    events: list[SseEvent] = []
+    block: list[str] = []
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if line:
+            block.append(line)
+        elif block:
+            events.append(_parse_block(block))
+            block = []
+    if block:
+        events.append(_parse_block(block))
+    return events
+
+
+def _parse_block(lines: list[str]) -> SseEvent:
+    fields: dict[str, str] = {}
+    data: list[str] = []
+    comments: list[str] = []
+    retry: int | None = None
+    for line in lines:
+        if line.startswith(":"):
+            comments.append(line[1:])
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            data.append(value)
+        elif name == "retry" and value.isdigit():
+            retry = int(value)
+        elif name in ("event", "id"):
+            fields[name] = value
+    return SseEvent(
+        event=fields.get("event"),
+        data="\n".join(data) if data else None,
+        id=fields.get("id"),
+        retry=retry,
+        comments=tuple(comments),
+    )
+
+
+def render_sse(events: list[SseEvent]) -> bytes:
+    """The whole stream as bytes."""
+    return b"".join(event.render() for event in events)

@@ -1,0 +1,83 @@
+"""Saving recordings safely: a file lock, a merge with what is on disk, an atomic write.
+
+Several processes (pytest-xdist workers) may record into the same cassette at once. Each save
+takes an inter-process lock, re-reads the file, appends its own new interactions (occurrences
+renumbered per key), and writes the result atomically, so no process loses another's work.
+
+Mode `all` replaces the file with this run's traffic alone. A *run* spans processes: its id is
+`HARNESS_RECORD_RUN_ID`, else pytest-xdist's `PYTEST_XDIST_TESTRUNUID`, else one id per process.
+The first save of a run replaces what an earlier run left; later saves of the same run merge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from filelock import FileLock
+
+from harness.cassettes.cassette import (
+    Cassette,
+    CassetteDocument,
+    Interaction,
+    new_metadata,
+    renumber,
+    write_atomically,
+)
+
+RUN_ID_VARIABLES: Final = ("HARNESS_RECORD_RUN_ID", "PYTEST_XDIST_TESTRUNUID")
+LOCK_TIMEOUT_SECONDS: Final = 120.0
+_PROCESS_RUN_ID: Final = uuid.uuid4().hex
+
+
+def current_run_id() -> str:
+    """The id shared by every process of this recording run."""
+    for variable in RUN_ID_VARIABLES:
+        value = os.environ.get(variable)
+        if value:
+            return value
+    return _PROCESS_RUN_ID
+
+
+def _lock_base(path: Path) -> Path:
+    # Locks live outside the repository so no lock file is ever committed by accident.
+    folder = Path(tempfile.gettempdir()) / "harness-cassette-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:32]
+    return folder / digest
+
+
+def lock_for(path: Path) -> FileLock:
+    """The inter-process lock guarding writes to the cassette at `path`."""
+    return FileLock(str(_lock_base(path)) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+
+
+def save_recording(
+    path: Path, recorded: Sequence[Interaction], *, replace: bool, provider: str | None
+) -> None:
+    """Merge `recorded` into the cassette at `path` (or replace it, see the module docstring).
+
+    Unchanged content is not rewritten, so re-recording identical traffic leaves the file
+    byte-identical, `recorded_at` included.
+    """
+    marker = Path(str(_lock_base(path)) + ".run")
+    run_id = current_run_id()
+    with lock_for(path):
+        existing = Cassette.load(path) if path.exists() else None
+        same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
+        base = existing.interactions if existing is not None and (same_run or not replace) else []
+        merged = renumber([*base, *recorded])
+        if existing is None or [i.digest for i in merged] != [
+            i.digest for i in existing.interactions
+        ]:
+            previous_provider = existing.document.metadata.provider if existing else None
+            document = CassetteDocument(
+                metadata=new_metadata(provider or previous_provider), interactions=merged
+            )
+            write_atomically(path, Cassette(path, document).dumps())
+        marker.write_text(run_id, encoding="utf-8")

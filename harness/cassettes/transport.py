@@ -1,0 +1,466 @@
+"""`CassetteTransport`: an httpx transport that replays and records LLM traffic.
+
+Plug it into any `httpx.Client` or `httpx.AsyncClient` (`transport=...`); nothing is patched.
+Each request is canonicalised into its key (`canonical_request_key`) and answered by the next
+unplayed interaction recorded under that key, first in first out, so lookup cost does not grow
+with the cassette and requests may arrive in any order as long as each key's own order holds.
+
+Record modes (`RecordMode`): `none` (default: replay only, a miss raises `CassetteMiss`, nothing
+reaches the network), `once` (record only when the file does not exist), `new_episodes` (replay
+hits, record and append misses), `all` (re-record: the file is rewritten from this run's traffic).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import httpx
+
+from harness.cassettes.cassette import (
+    Cassette,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+)
+from harness.cassettes.diff import explain_miss
+from harness.cassettes.key import canonical_request_key, detect_provider, parse_json_body
+from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
+from harness.cassettes.sse import parse_sse
+from harness.cassettes.store import save_recording
+from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
+
+_log = logging.getLogger(__name__)
+
+DROPPED_RESPONSE_HEADERS: Final = frozenset(
+    {
+        "content-length",
+        "content-encoding",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "date",
+        "age",
+        "via",
+        "server-timing",
+        "request-id",
+        "x-request-id",
+        "cf-ray",
+        "cf-cache-status",
+        "openai-processing-ms",
+        "x-envoy-upstream-service-time",
+        "anthropic-organization-id",
+    }
+)
+DROPPED_RESPONSE_HEADER_PREFIXES: Final = ("x-ratelimit-", "anthropic-ratelimit-")
+"""Response headers not written: lengths and encodings (bodies are stored decoded) and values
+that change on every call, which would make re-recording unchanged traffic rewrite the file."""
+
+DROPPED_REQUEST_HEADERS: Final = frozenset({"content-length", "host", "connection"})
+
+
+class RecordMode(StrEnum):
+    """When a `CassetteTransport` may reach the network."""
+
+    NONE = "none"
+    ONCE = "once"
+    NEW_EPISODES = "new_episodes"
+    ALL = "all"
+
+    @classmethod
+    def parse(cls, value: str | RecordMode) -> RecordMode:
+        """The mode named `value`; a misspelt one fails loudly, listing the allowed modes."""
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(mode.value for mode in cls)
+            raise RecordModeError(
+                f"expected one of {allowed} but got record_mode={value!r} "
+                f"(type={type(value).__name__})"
+            ) from None
+
+
+class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """Replay (and in a record mode, record) httpx traffic through one cassette file.
+
+    `inner` is the transport that reaches the network when recording; it defaults to
+    `httpx.HTTPTransport()` / `httpx.AsyncHTTPTransport()` and is never used in mode `none`.
+    Recorded interactions are scrubbed and written on `close()` (the client closes its
+    transport), atomically and under a file lock, merged with what other processes wrote.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: str | RecordMode = RecordMode.NONE,
+        inner: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        *,
+        allow_repeats: bool = False,
+        strict: bool = False,
+        volatile: Sequence[str] = (),
+        scrubber: Scrubber = DEFAULT_SCRUBBER,
+        allow_tampered: bool = False,
+        provider: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.mode = RecordMode.parse(mode)
+        self.inner = inner
+        self.allow_repeats = allow_repeats
+        self.strict = strict
+        self.volatile = tuple(volatile)
+        self.scrubber = scrubber
+        self.provider = provider
+        exists = self.path.exists()
+        if self.mode is RecordMode.NONE and not exists:
+            raise CassetteFormatError(
+                f"cassette {self.path} does not exist and record mode is 'none'; record it with "
+                "record mode 'once', 'new_episodes' or 'all'"
+            )
+        replaying = exists and self.mode is not RecordMode.ALL
+        self.cassette = (
+            Cassette.load(self.path, allow_tampered=allow_tampered)
+            if replaying
+            else Cassette.new(self.path, provider)
+        )
+        self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
+            self.mode is RecordMode.ONCE and not exists
+        )
+        self._queues: dict[str, deque[Interaction]] = {
+            key: deque(items) for key, items in self.cassette.by_key.items()
+        }
+        self._last_played: dict[str, Interaction] = {}
+        self._recorded: list[Interaction] = []
+        self._recorded_counts: dict[str, int] = {}
+        self._chunks: dict[int, list[bytes]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- replay ---------------------------------------------------------------------------------
+
+    def key_for(self, request: httpx.Request) -> str:
+        """The canonical key of an httpx request (its body must have been read)."""
+        return canonical_request_key(
+            request.method,
+            str(request.url),
+            request.headers.multi_items(),
+            request.content,
+            volatile=self.volatile,
+            provider=self.provider,
+        )
+
+    def _take(self, key: str) -> Interaction | None:
+        with self._lock:
+            queue = self._queues.get(key)
+            if queue:
+                interaction = queue.popleft()
+                self._last_played[key] = interaction
+                return interaction
+            if self.allow_repeats:
+                return self._last_played.get(key) or next(
+                    iter(self.cassette.by_key.get(key, ())), None
+                )
+            return None
+
+    def _replay(self, interaction: Interaction) -> httpx.Response:
+        chunks = self._chunks.get(id(interaction))
+        if chunks is None:
+            chunks = interaction.response.chunks()
+            self._chunks[id(interaction)] = chunks
+        return httpx.Response(
+            interaction.response.status,
+            headers=interaction.response.headers,
+            stream=ReplayStream(chunks),
+        )
+
+    def _miss(self, request: httpx.Request, key: str) -> Exception:
+        return explain_miss(
+            cassette=self.cassette,
+            method=request.method,
+            url=str(request.url),
+            body=request.content,
+            key=key,
+            mode=self.mode.value,
+            recorded_for_key=len(self.cassette.by_key.get(key, ())),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+        key = self.key_for(request)
+        interaction = self._take(key)
+        if interaction is not None:
+            return self._replay(interaction)
+        if not self.recording:
+            raise self._miss(request, key)
+        inner = self.inner or httpx.HTTPTransport()
+        if not isinstance(inner, httpx.BaseTransport):
+            raise RecordModeError("a sync client needs a sync inner transport to record")
+        response = inner.handle_request(request)
+        return self._recording_response(request, key, response)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        key = self.key_for(request)
+        interaction = self._take(key)
+        if interaction is not None:
+            return self._replay(interaction)
+        if not self.recording:
+            raise self._miss(request, key)
+        inner = self.inner or httpx.AsyncHTTPTransport()
+        if not isinstance(inner, httpx.AsyncBaseTransport):
+            raise RecordModeError("an async client needs an async inner transport to record")
+        response = await inner.handle_async_request(request)
+        return self._recording_response(request, key, response)
+
+    # -- record ---------------------------------------------------------------------------------
+
+    def _recording_response(
+        self, request: httpx.Request, key: str, response: httpx.Response
+    ) -> httpx.Response:
+        def commit(raw: bytes) -> None:
+            self._record(request, key, response, raw)
+
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=RecordingStream(response, commit),
+            extensions=response.extensions,
+        )
+
+    def _record(
+        self, request: httpx.Request, key: str, response: httpx.Response, raw: bytes
+    ) -> None:
+        decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
+        recorded_request = self.record_request(request)
+        recorded_response = self.record_response(
+            response.status_code, response.headers.multi_items(), decoded.content
+        )
+        with self._lock:
+            count = len(self.cassette.by_key.get(key, ())) if self.mode is not RecordMode.ALL else 0
+            occurrence = count + self._recorded_counts.get(key, 0) + 1
+            self._recorded_counts[key] = self._recorded_counts.get(key, 0) + 1
+            self._recorded.append(
+                Interaction.build(key, occurrence, recorded_request, recorded_response)
+            )
+        if self.provider is None:
+            self.provider = detect_provider(request.url.path)
+
+    def record_request(self, request: httpx.Request) -> RecordedRequest:
+        """The request as it will be written: scrubbed, body parsed when JSON."""
+        headers = [
+            (name, value)
+            for name, value in request.headers.multi_items()
+            if name.lower() not in DROPPED_REQUEST_HEADERS
+        ]
+        body_fields = _body_fields(request.content, request.headers.get("content-type", ""))
+        return RecordedRequest(
+            method=request.method,
+            path=request.url.path,
+            query=self.scrubber.query(request.url.query.decode("ascii", "replace")),
+            headers=self.scrubber.headers(headers),
+            **self._scrub_body(body_fields),
+        )
+
+    def record_response(
+        self, status: int, headers: Iterable[tuple[str, str]], content: bytes
+    ) -> RecordedResponse:
+        """The response as it will be written: scrubbed, SSE split into events."""
+        kept = [
+            (name, value)
+            for name, value in headers
+            if name.lower() not in DROPPED_RESPONSE_HEADERS
+            and not name.lower().startswith(DROPPED_RESPONSE_HEADER_PREFIXES)
+        ]
+        content_type = {n.lower(): v for n, v in kept}.get("content-type", "")
+        if "text/event-stream" in content_type:
+            events = [
+                event.model_copy(
+                    update={
+                        "data": None if event.data is None else self.scrubber.text(event.data),
+                        "comments": tuple(self.scrubber.text(c) for c in event.comments),
+                    }
+                )
+                for event in parse_sse(content.decode("utf-8", "replace"))
+            ]
+            return RecordedResponse(
+                status=status, headers=self.scrubber.headers(kept), events=events
+            )
+        return RecordedResponse(
+            status=status,
+            headers=self.scrubber.headers(kept),
+            **self._scrub_body(_body_fields(content, content_type)),
+        )
+
+    def _scrub_body(self, fields: dict[str, Any]) -> dict[str, Any]:
+        if "body" in fields:
+            return {"body": self.scrubber.json(fields["body"])}
+        if "body_text" in fields:
+            return {"body_text": self.scrubber.text(fields["body_text"])}
+        return fields
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def unplayed(self) -> list[Interaction]:
+        """Recorded interactions this transport has not replayed (yet)."""
+        with self._lock:
+            return [interaction for queue in self._queues.values() for interaction in queue]
+
+    @property
+    def recorded(self) -> list[Interaction]:
+        """Interactions recorded by this transport, not yet saved."""
+        with self._lock:
+            return list(self._recorded)
+
+    def save(self) -> None:
+        """Write what was recorded (merged with the file on disk); a no-op when nothing was."""
+        with self._lock:
+            recorded = list(self._recorded)
+        if self.mode is RecordMode.ALL or recorded:
+            save_recording(
+                self.path,
+                recorded,
+                replace=self.mode is RecordMode.ALL,
+                provider=self.provider,
+            )
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.recording:
+            self.save()
+        if isinstance(self.inner, httpx.BaseTransport):
+            self.inner.close()
+        self._check_unplayed()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.recording:
+            self.save()
+        if isinstance(self.inner, httpx.AsyncBaseTransport):
+            await self.inner.aclose()
+        self._check_unplayed()
+
+    def _check_unplayed(self) -> None:
+        unplayed = self.unplayed
+        if not unplayed:
+            return
+        lines = [
+            f"  #{self.cassette.interactions.index(item)} {item.request.method} "
+            f"{item.request.path} (key {item.key}, occurrence {item.occurrence})"
+            for item in unplayed
+        ]
+        message = (
+            f"cassette {self.path}: {len(unplayed)} recorded interaction(s) were never "
+            "requested:\n" + "\n".join(lines)
+        )
+        if self.strict:
+            raise CassetteUnplayedError(message)
+        _log.info("%s", message)
+
+    def __enter__(self) -> CassetteTransport:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self._closed = True
+            if self.recording:
+                self.save()
+
+
+class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A recorded body delivered chunk by chunk: one chunk per SSE event."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """Pass the live body through to the client, chunk by chunk, and record it once complete.
+
+    If the client stops reading early, closing the stream reads the rest, so what is recorded is
+    always the whole response.
+    """
+
+    def __init__(self, response: httpx.Response, commit: Callable[[bytes], None]) -> None:
+        self._stream = response.stream
+        self._commit = commit
+        self._buffer: list[bytes] = []
+        self._exhausted = False
+        self._committed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        if not isinstance(self._stream, httpx.SyncByteStream):
+            raise RecordModeError("a sync client needs a sync inner transport to record")
+        for chunk in self._stream:
+            self._buffer.append(chunk)
+            yield chunk
+        self._exhausted = True
+        self._finish()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if not isinstance(self._stream, httpx.AsyncByteStream):
+            raise RecordModeError("an async client needs an async inner transport to record")
+        async for chunk in self._stream:
+            self._buffer.append(chunk)
+            yield chunk
+        self._exhausted = True
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self._committed:
+            self._committed = True
+            self._commit(b"".join(self._buffer))
+
+    def close(self) -> None:
+        if not self._exhausted and isinstance(self._stream, httpx.SyncByteStream):
+            self._buffer.extend(self._stream)
+            self._exhausted = True
+        self._finish()
+        if isinstance(self._stream, httpx.SyncByteStream):
+            self._stream.close()
+
+    async def aclose(self) -> None:
+        if not self._exhausted and isinstance(self._stream, httpx.AsyncByteStream):
+            self._buffer.extend([chunk async for chunk in self._stream])
+            self._exhausted = True
+        self._finish()
+        if isinstance(self._stream, httpx.AsyncByteStream):
+            await self._stream.aclose()
+
+
+def _body_fields(content: bytes, content_type: str) -> dict[str, Any]:
+    """Which body field holds `content`: JSON as a value, text as text, anything else base64."""
+    if not content:
+        return {}
+    is_json, value = parse_json_body(content)
+    if is_json and value is not None and ("json" in content_type or not content_type):
+        return {"body": value}
+    try:
+        return {"body_text": content.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(content).decode("ascii")}
