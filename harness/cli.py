@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from harness.errors import HarnessError
+
+_T = TypeVar("_T")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -55,3 +60,101 @@ def run(paths: tuple[Path, ...]) -> None:
     console.print(table)
     console.print(f"{len(loaded) - failed} passed, {failed} failed")
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@main.group()
+def cassettes() -> None:
+    """Verify, inspect, compare and import cassette files."""
+
+
+@cassettes.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+def cassettes_verify(paths: tuple[Path, ...]) -> None:
+    """List every interaction whose digest or signature does not match; exit 1 if any."""
+    from harness.cassettes.review import cassette_files, verify
+
+    problems = verify(list(paths))
+    for problem in problems:
+        click.echo(f"{problem.path}: {problem.problem}")
+    checked = len(cassette_files(paths))
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {checked} cassette(s)", err=True)
+        sys.exit(EXIT_FAILED)
+    click.echo(f"{checked} cassette(s) verified")
+
+
+@cassettes.command("show")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+def cassettes_show(path: Path) -> None:
+    """One line per interaction: index, request, key, occurrence, status and body kind."""
+    from harness.cassettes.review import show
+
+    table = Table(title=str(path))
+    for column in ("#", "request", "key", "occ", "status", "body"):
+        table.add_column(column)
+    for row in _or_invalid(lambda: show(path)):
+        table.add_row(
+            str(row.index),
+            f"{row.method} {row.path}",
+            row.key[:19],
+            str(row.occurrence),
+            str(row.status),
+            row.body_kind,
+        )
+    Console().print(table)
+
+
+@cassettes.command("stats")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+def cassettes_stats(paths: tuple[Path, ...]) -> None:
+    """Counts per cassette: interactions, keys, repeats, streams, size, endpoints, statuses."""
+    from harness.cassettes.review import cassette_files, stats
+
+    table = Table(title="cassette stats")
+    for column in ("cassette", "provider", "interactions", "keys", "repeated", "sse", "bytes"):
+        table.add_column(column)
+    for path in cassette_files(paths):
+        result = _or_invalid(partial(stats, path))
+        table.add_row(
+            str(path),
+            result.provider or "-",
+            str(result.interactions),
+            str(result.unique_keys),
+            str(result.repeated_keys),
+            str(result.streamed),
+            str(result.size_bytes),
+        )
+    Console().print(table)
+
+
+@cassettes.command("diff")
+@click.argument("a", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("b", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+def cassettes_diff(a: Path, b: Path) -> None:
+    """What changed from cassette A to cassette B; exit 1 when they differ."""
+    from harness.cassettes.review import diff
+
+    result = _or_invalid(lambda: diff(a, b))
+    for item in result.added:
+        click.echo(f"+ {item.request.method} {item.request.url} ({item.key}, #{item.occurrence})")
+    for item in result.removed:
+        click.echo(f"- {item.request.method} {item.request.url} ({item.key}, #{item.occurrence})")
+    for before, _, lines in result.changed:
+        click.echo(
+            f"~ {before.request.method} {before.request.url} ({before.key}, #{before.occurrence})"
+        )
+        for line in lines:
+            click.echo(f"    {line}")
+    click.echo(
+        f"{len(result.added)} new, {len(result.changed)} changed, {len(result.removed)} removed"
+    )
+    sys.exit(EXIT_OK if result.identical else EXIT_FAILED)
+
+
+def _or_invalid(action: Callable[[], _T]) -> _T:
+    """Run `action`; a harness error becomes a one-line message and exit code 2."""
+    try:
+        return action()
+    except HarnessError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(EXIT_INVALID)

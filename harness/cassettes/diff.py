@@ -142,8 +142,10 @@ def _short(value: Any) -> str:
     if isinstance(value, list):
         return f"[{_items(len(value))}]" if value else "[]"
     if isinstance(value, dict):
-        inner = ", ".join(f'"{k}": {_scalar(v)}' for k, v in list(value.items())[:2])
-        return "{" + inner + (", ...}" if len(value) > 2 else "}")
+        if not value:
+            return "{}"
+        name, first = next(iter(value.items()))
+        return "{" + f'"{name}": {_scalar(first)}' + (", ...}" if len(value) > 1 else "}")
     return json.dumps(value)
 
 

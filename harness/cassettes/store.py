@@ -4,9 +4,10 @@ Several processes (pytest-xdist workers) may record into the same cassette at on
 takes an inter-process lock, re-reads the file, appends its own new interactions (occurrences
 renumbered per key), and writes the result atomically, so no process loses another's work.
 
-Mode `all` replaces the file with this run's traffic alone. A *run* spans processes: its id is
-`HARNESS_RECORD_RUN_ID`, else pytest-xdist's `PYTEST_XDIST_TESTRUNUID`, else one id per process.
-The first save of a run replaces what an earlier run left; later saves of the same run merge.
+Mode `all` replaces the file with this run's traffic alone. A *run* may span transports and
+processes: its id is `HARNESS_RECORD_RUN_ID`, else pytest-xdist's `PYTEST_XDIST_TESTRUNUID`, else
+one id per transport. The first `all` save of a run replaces what an earlier run left; later
+`all` saves of the same run (other tests, other workers) merge into it.
 """
 
 from __future__ import annotations
@@ -32,16 +33,15 @@ from harness.cassettes.cassette import (
 
 RUN_ID_VARIABLES: Final = ("HARNESS_RECORD_RUN_ID", "PYTEST_XDIST_TESTRUNUID")
 LOCK_TIMEOUT_SECONDS: Final = 120.0
-_PROCESS_RUN_ID: Final = uuid.uuid4().hex
 
 
 def current_run_id() -> str:
-    """The id shared by every process of this recording run."""
+    """The id shared by every transport and process of this recording run (a new one if unset)."""
     for variable in RUN_ID_VARIABLES:
         value = os.environ.get(variable)
         if value:
             return value
-    return _PROCESS_RUN_ID
+    return uuid.uuid4().hex
 
 
 def _lock_base(path: Path) -> Path:
@@ -58,7 +58,12 @@ def lock_for(path: Path) -> FileLock:
 
 
 def save_recording(
-    path: Path, recorded: Sequence[Interaction], *, replace: bool, provider: str | None
+    path: Path,
+    recorded: Sequence[Interaction],
+    *,
+    replace: bool,
+    provider: str | None,
+    run_id: str,
 ) -> None:
     """Merge `recorded` into the cassette at `path` (or replace it, see the module docstring).
 
@@ -66,7 +71,6 @@ def save_recording(
     byte-identical, `recorded_at` included.
     """
     marker = Path(str(_lock_base(path)) + ".run")
-    run_id = current_run_id()
     with lock_for(path):
         existing = Cassette.load(path) if path.exists() else None
         same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
@@ -80,4 +84,7 @@ def save_recording(
                 metadata=new_metadata(provider or previous_provider), interactions=merged
             )
             write_atomically(path, Cassette(path, document).dumps())
-        marker.write_text(run_id, encoding="utf-8")
+        if replace:
+            marker.write_text(run_id, encoding="utf-8")
+        else:
+            marker.unlink(missing_ok=True)

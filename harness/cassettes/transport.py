@@ -35,7 +35,7 @@ from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import canonical_request_key, detect_provider, parse_json_body
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.sse import parse_sse
-from harness.cassettes.store import save_recording
+from harness.cassettes.store import current_run_id, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 
 _log = logging.getLogger(__name__)
@@ -109,8 +109,10 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         scrubber: Scrubber = DEFAULT_SCRUBBER,
         allow_tampered: bool = False,
         provider: str | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.path = Path(path)
+        self.run_id = run_id or current_run_id()
         self.mode = RecordMode.parse(mode)
         self.inner = inner
         self.allow_repeats = allow_repeats
@@ -199,10 +201,11 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             return self._replay(interaction)
         if not self.recording:
             raise self._miss(request, key)
-        inner = self.inner or httpx.HTTPTransport()
-        if not isinstance(inner, httpx.BaseTransport):
+        if self.inner is None:
+            self.inner = httpx.HTTPTransport()
+        if not isinstance(self.inner, httpx.BaseTransport):
             raise RecordModeError("a sync client needs a sync inner transport to record")
-        response = inner.handle_request(request)
+        response = self.inner.handle_request(request)
         return self._recording_response(request, key, response)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -213,10 +216,11 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             return self._replay(interaction)
         if not self.recording:
             raise self._miss(request, key)
-        inner = self.inner or httpx.AsyncHTTPTransport()
-        if not isinstance(inner, httpx.AsyncBaseTransport):
+        if self.inner is None:
+            self.inner = httpx.AsyncHTTPTransport()
+        if not isinstance(self.inner, httpx.AsyncBaseTransport):
             raise RecordModeError("an async client needs an async inner transport to record")
-        response = await inner.handle_async_request(request)
+        response = await self.inner.handle_async_request(request)
         return self._recording_response(request, key, response)
 
     # -- record ---------------------------------------------------------------------------------
@@ -329,6 +333,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 recorded,
                 replace=self.mode is RecordMode.ALL,
                 provider=self.provider,
+                run_id=self.run_id,
             )
 
     def close(self) -> None:
@@ -410,25 +415,26 @@ class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self._stream = response.stream
         self._commit = commit
         self._buffer: list[bytes] = []
-        self._exhausted = False
+        self._sync: Iterator[bytes] | None = None
+        self._async: AsyncIterator[bytes] | None = None
         self._committed = False
 
     def __iter__(self) -> Iterator[bytes]:
         if not isinstance(self._stream, httpx.SyncByteStream):
             raise RecordModeError("a sync client needs a sync inner transport to record")
-        for chunk in self._stream:
+        self._sync = iter(self._stream)
+        for chunk in self._sync:
             self._buffer.append(chunk)
             yield chunk
-        self._exhausted = True
         self._finish()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if not isinstance(self._stream, httpx.AsyncByteStream):
             raise RecordModeError("an async client needs an async inner transport to record")
-        async for chunk in self._stream:
+        self._async = aiter(self._stream)
+        async for chunk in self._async:
             self._buffer.append(chunk)
             yield chunk
-        self._exhausted = True
         self._finish()
 
     def _finish(self) -> None:
@@ -437,18 +443,18 @@ class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             self._commit(b"".join(self._buffer))
 
     def close(self) -> None:
-        if not self._exhausted and isinstance(self._stream, httpx.SyncByteStream):
-            self._buffer.extend(self._stream)
-            self._exhausted = True
-        self._finish()
+        if not self._committed and isinstance(self._stream, httpx.SyncByteStream):
+            # The client stopped early: read the rest from where it stopped.
+            self._buffer.extend(self._sync if self._sync is not None else self._stream)
+            self._finish()
         if isinstance(self._stream, httpx.SyncByteStream):
             self._stream.close()
 
     async def aclose(self) -> None:
-        if not self._exhausted and isinstance(self._stream, httpx.AsyncByteStream):
-            self._buffer.extend([chunk async for chunk in self._stream])
-            self._exhausted = True
-        self._finish()
+        if not self._committed and isinstance(self._stream, httpx.AsyncByteStream):
+            remaining = self._async if self._async is not None else aiter(self._stream)
+            self._buffer.extend([chunk async for chunk in remaining])
+            self._finish()
         if isinstance(self._stream, httpx.AsyncByteStream):
             await self._stream.aclose()
 

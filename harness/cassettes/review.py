@@ -1,0 +1,165 @@
+"""What a human runs on cassette files: verify, show, diff and stats.
+
+Each function returns data (the CLI prints it), so the same answers are available to scripts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.cassettes.cassette import (
+    Cassette,
+    Interaction,
+    find_tampering,
+    parse_document,
+    signing_key_from_environment,
+)
+from harness.cassettes.diff import structural_diff
+from harness.errors import CassetteFormatError
+
+
+@dataclass(frozen=True)
+class VerifyProblem:
+    """One file-level or interaction-level verification failure."""
+
+    path: Path
+    problem: str
+
+
+def cassette_files(paths: Iterable[Path]) -> list[Path]:
+    """The cassette files under `paths` (`*.json` in folders, files as given), sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(path.rglob("*.json"))
+        else:
+            found.append(path)
+    return sorted(set(found))
+
+
+def verify(paths: Sequence[Path], signing_key: str | None = None) -> list[VerifyProblem]:
+    """Every interaction whose digest, and every signature, that does not match, per file.
+
+    A file that does not parse, or has an unknown format, is a problem too. With a signing key
+    (or `HARNESS_CASSETTE_KEY`), an unsigned cassette is reported as unsigned.
+    """
+    key = signing_key or signing_key_from_environment()
+    problems: list[VerifyProblem] = []
+    for path in cassette_files(paths):
+        try:
+            document = parse_document(path, path.read_bytes())
+        except (CassetteFormatError, OSError) as error:
+            problems.append(VerifyProblem(path, str(error)))
+            continue
+        problems.extend(VerifyProblem(path, problem) for problem in find_tampering(document, key))
+        if key and document.signature is None:
+            problems.append(VerifyProblem(path, "unsigned: HARNESS_CASSETTE_KEY is set"))
+    return problems
+
+
+@dataclass(frozen=True)
+class InteractionRow:
+    index: int
+    method: str
+    path: str
+    key: str
+    occurrence: int
+    status: int
+    body_kind: str
+
+
+def show(path: Path) -> list[InteractionRow]:
+    """One row per interaction, in file order."""
+    cassette = Cassette.load(path, allow_tampered=True)
+    return [
+        InteractionRow(
+            index=index,
+            method=item.request.method,
+            path=item.request.url,
+            key=item.key,
+            occurrence=item.occurrence,
+            status=item.response.status,
+            body_kind=_body_kind(item),
+        )
+        for index, item in enumerate(cassette.interactions)
+    ]
+
+
+@dataclass(frozen=True)
+class CassetteStats:
+    path: Path
+    interactions: int
+    unique_keys: int
+    repeated_keys: int
+    streamed: int
+    size_bytes: int
+    provider: str | None
+    by_endpoint: dict[str, int]
+    by_status: dict[int, int]
+
+
+def stats(path: Path) -> CassetteStats:
+    cassette = Cassette.load(path, allow_tampered=True)
+    items = cassette.interactions
+    return CassetteStats(
+        path=path,
+        interactions=len(items),
+        unique_keys=len(cassette.by_key),
+        repeated_keys=sum(1 for group in cassette.by_key.values() if len(group) > 1),
+        streamed=sum(1 for item in items if item.response.events is not None),
+        size_bytes=os.path.getsize(path),
+        provider=cassette.document.metadata.provider,
+        by_endpoint=dict(Counter(f"{i.request.method} {i.request.path}" for i in items)),
+        by_status=dict(Counter(i.response.status for i in items)),
+    )
+
+
+@dataclass(frozen=True)
+class CassetteDiff:
+    """Interactions of B compared with A, matched by (key, occurrence)."""
+
+    added: list[Interaction]
+    removed: list[Interaction]
+    changed: list[tuple[Interaction, Interaction, list[str]]]
+
+    @property
+    def identical(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+def diff(a: Path, b: Path) -> CassetteDiff:
+    """What changed from cassette `a` to cassette `b`: new, removed and changed answers."""
+    old = {(i.key, i.occurrence): i for i in Cassette.load(a, allow_tampered=True).interactions}
+    new = {(i.key, i.occurrence): i for i in Cassette.load(b, allow_tampered=True).interactions}
+    changed: list[tuple[Interaction, Interaction, list[str]]] = []
+    for slot in old.keys() & new.keys():
+        before, after = old[slot], new[slot]
+        if before.digest != after.digest:
+            lines = list(
+                structural_diff(
+                    before.response.model_dump(mode="json", exclude_none=True),
+                    after.response.model_dump(mode="json", exclude_none=True),
+                    "$.response",
+                )
+            )
+            changed.append((before, after, lines))
+    return CassetteDiff(
+        added=[new[slot] for slot in new.keys() - old.keys()],
+        removed=[old[slot] for slot in old.keys() - new.keys()],
+        changed=sorted(changed, key=lambda item: (item[0].key, item[0].occurrence)),
+    )
+
+
+def _body_kind(item: Interaction) -> str:
+    response = item.response
+    if response.events is not None:
+        return f"sse ({len(response.events)} events)"
+    if response.body is not None:
+        return "json"
+    if response.body_text is not None:
+        return "text"
+    return "binary" if response.body_base64 is not None else "empty"

@@ -1,0 +1,51 @@
+"""Code run in child processes by the concurrency tests (importable under spawn)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+from harness.cassettes import CassetteTransport
+from harness.cassettes.cassette import Cassette, CassetteDocument, Interaction, new_metadata
+from harness.cassettes.cassette import RecordedRequest, RecordedResponse, write_atomically
+
+
+def record_many(path: str, worker: int, count: int, mode: str) -> None:
+    """Record `count` distinct requests plus one request every worker sends identically."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        return httpx.Response(200, json={"worker": worker, "echo": body})
+
+    transport = CassetteTransport(path, mode=mode, inner=httpx.MockTransport(handler))
+    with httpx.Client(transport=transport, base_url="https://api.openai.com") as client:
+        for index in range(count):
+            client.post("/v1/chat/completions", json={"worker": worker, "index": index})
+        client.post("/v1/chat/completions", json={"shared": True})
+
+
+def big_document(version: str, size: int) -> bytes:
+    interactions = [
+        Interaction.build(
+            "sha256:" + f"{index:064x}",
+            1,
+            RecordedRequest(method="POST", path="/v1/x", body={"i": index, "pad": "x" * 2000}),
+            RecordedResponse(status=200, body={"version": version}),
+        )
+        for index in range(size)
+    ]
+    document = CassetteDocument(metadata=new_metadata("openai"), interactions=interactions)
+    return Cassette(Path("unused"), document).dumps()
+
+
+def save_forever(path: str) -> None:
+    """Alternate two versions of a large cassette until killed."""
+    versions = [big_document("A", 400), big_document("B", 400)]
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    for data in itertools.cycle(versions):
+        write_atomically(Path(path), data)

@@ -1,0 +1,239 @@
+"""`CassetteTransport`: record modes, O(1) FIFO replay, streams, async, misses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.cassettes import (
+    Cassette,
+    CassetteFormatError,
+    CassetteMiss,
+    CassetteTransport,
+    CassetteUnplayedError,
+    RecordMode,
+    RecordModeError,
+)
+from tests.cassettes.conftest import CHAT, OPENAI, NoNetwork, ScriptedProvider, chat
+
+
+def record(
+    path: Path, provider: ScriptedProvider, bodies: list[dict[str, Any]], mode: str = "once"
+) -> list[Any]:
+    transport = CassetteTransport(path, mode=mode, inner=provider.transport())
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        return [client.post(CHAT, json=body).json() for body in bodies]
+
+
+def replay(path: Path, bodies: list[dict[str, Any]], **options: Any) -> list[Any]:
+    transport = CassetteTransport(path, inner=NoNetwork(), **options)
+    with httpx.Client(transport=transport, base_url="http://127.0.0.1:9") as client:
+        return [client.post(CHAT, json=body).json() for body in bodies]
+
+
+def test_record_then_replay_returns_the_recorded_answers(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    bodies = [chat("a"), chat("b"), chat("c")]
+    recorded = record(cassette_path, provider, bodies)
+    assert [r["n"] for r in recorded] == [1, 2, 3]
+    assert replay(cassette_path, bodies) == recorded
+
+
+def test_mode_none_never_reaches_the_network(
+    cassette_path: Path, provider: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record(cassette_path, provider, [chat("a")])
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a socket was opened in replay")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    transport = CassetteTransport(cassette_path)  # default inner would be the real network
+    assert transport.mode is RecordMode.NONE
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        assert client.post(CHAT, json=chat("a")).json()["n"] == 1
+        with pytest.raises(CassetteMiss):
+            client.post(CHAT, json=chat("not recorded"))
+    assert len(provider.calls) == 1
+
+
+def test_mode_none_needs_an_existing_file(cassette_path: Path) -> None:
+    with pytest.raises(CassetteFormatError, match="does not exist and record mode is 'none'"):
+        CassetteTransport(cassette_path)
+
+
+def test_misspelt_modes_fail_loudly(cassette_path: Path) -> None:
+    with pytest.raises(RecordModeError, match="expected one of none, once, new_episodes, all"):
+        CassetteTransport(cassette_path, mode="new_episode")
+
+
+def test_replay_is_fifo_per_key_whatever_the_order_of_keys(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    bodies = [chat("a"), chat("b"), chat("a"), chat("c"), chat("a")]
+    recorded = record(cassette_path, provider, bodies)
+    answers = replay(cassette_path, [chat("c"), chat("a"), chat("b"), chat("a"), chat("a")])
+    assert [a["n"] for a in answers] == [4, 1, 2, 3, 5]
+    assert {json.dumps(a) for a in answers} == {json.dumps(r) for r in recorded}
+    document = Cassette.load(cassette_path).document
+    assert [i.occurrence for i in document.interactions] == [1, 1, 2, 1, 3]
+
+
+def test_a_key_requested_more_often_than_recorded_is_a_miss_unless_repeats_are_allowed(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("a"), chat("a")])
+    with pytest.raises(CassetteMiss, match="was recorded 2 time"):
+        replay(cassette_path, [chat("a"), chat("a"), chat("a")])
+    answers = replay(cassette_path, [chat("a"), chat("a"), chat("a")], allow_repeats=True)
+    assert [a["n"] for a in answers] == [1, 2, 2]
+
+
+def test_once_records_only_when_the_file_does_not_exist(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("a")])
+    with pytest.raises(CassetteMiss):
+        record(cassette_path, provider, [chat("a"), chat("new")])
+    assert len(provider.calls) == 1
+
+
+def test_new_episodes_replays_hits_and_appends_misses(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("a")])
+    answers = record(cassette_path, provider, [chat("a"), chat("b"), chat("a")], "new_episodes")
+    assert [a["n"] for a in answers] == [1, 2, 3]
+    document = Cassette.load(cassette_path).document
+    assert [(i.request.body, i.occurrence) for i in document.interactions] == [
+        (chat("a"), 1),
+        (chat("b"), 1),
+        (chat("a"), 2),
+    ]
+
+
+def test_all_rewrites_the_file_from_this_run_alone(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("stale"), chat("a")])
+    record(cassette_path, provider, [chat("a"), chat("b")], "all")
+    bodies = [i.request.body for i in Cassette.load(cassette_path).interactions]
+    assert bodies == [chat("a"), chat("b")]
+    with pytest.raises(CassetteMiss):
+        replay(cassette_path, [chat("stale")])
+
+
+def test_unplayed_interactions_are_reported_and_strict_fails(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("a"), chat("b")])
+    transport = CassetteTransport(cassette_path)
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        client.post(CHAT, json=chat("a"))
+        assert [i.request.body for i in transport.unplayed] == [chat("b")]
+    strict = CassetteTransport(cassette_path, strict=True)
+    client = httpx.Client(transport=strict, base_url=OPENAI)
+    client.post(CHAT, json=chat("a"))
+    with pytest.raises(CassetteUnplayedError, match=r"1 recorded interaction\(s\) were never"):
+        client.close()
+
+
+def test_streams_replay_incrementally_with_their_event_boundaries(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    transport = CassetteTransport(cassette_path, mode="once", inner=provider.transport())
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
+            live = b"".join(response.iter_bytes())
+    stored = Cassette.load(cassette_path).interactions[0].response
+    assert stored.events is not None
+    assert [e.data for e in stored.events][-1] == "[DONE]"
+    assert len(stored.events) == 4
+    with httpx.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
+        with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
+            chunks = list(response.iter_raw())
+    assert len(chunks) == 4
+    assert all(chunk.endswith(b"\n\n") for chunk in chunks)
+    assert b"".join(chunks) == live
+
+
+def test_async_clients_record_and_replay(cassette_path: Path, provider: ScriptedProvider) -> None:
+    async def scenario() -> tuple[list[int], list[int], list[bytes]]:
+        inner = provider.transport()
+        async with httpx.AsyncClient(
+            transport=CassetteTransport(cassette_path, mode="all", inner=inner), base_url=OPENAI
+        ) as client:
+            first = [(await client.post(CHAT, json=chat(x))).json()["n"] for x in "ab"]
+            async with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
+                await response.aread()
+        async with httpx.AsyncClient(
+            transport=CassetteTransport(cassette_path), base_url=OPENAI
+        ) as client:
+            second = [(await client.post(CHAT, json=chat(x))).json()["n"] for x in "ab"]
+            async with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
+                chunks = [chunk async for chunk in response.aiter_raw()]
+        return first, second, chunks
+
+    first, second, chunks = asyncio.run(scenario())
+    assert first == second == [1, 2]
+    assert len(chunks) == 4
+
+
+def test_a_client_that_stops_reading_early_still_records_the_whole_stream(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    transport = CassetteTransport(cassette_path, mode="once", inner=provider.transport())
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
+            next(response.iter_raw())
+    events = Cassette.load(cassette_path).interactions[0].response.events
+    assert events is not None
+    assert len(events) == 4
+
+
+def test_a_miss_explains_itself_with_the_nearest_request_and_a_structural_diff(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    tools = [{"type": "function", "function": {"name": f"t{i}"}} for i in range(5)]
+    long_text = "You are a careful assistant. " * 10
+    recorded = chat("weather in Paris", tools=tools, tool_choice="auto", system=long_text)
+    record(cassette_path, provider, [recorded, chat("something else entirely")])
+    forced = chat(
+        "weather in Paris",
+        tools=tools[:1],
+        tool_choice={"type": "function", "function": {"name": "t0"}},
+        system=long_text.replace("careful", "precise", 3),
+    )
+    with pytest.raises(CassetteMiss) as caught:
+        replay(cassette_path, [forced])
+    message = str(caught.value)
+    assert str(cassette_path) in message
+    assert "POST /v1/chat/completions" in message
+    assert "key sha256:" in message
+    assert "Nearest recorded requests" in message
+    assert '$.tool_choice: "auto" -> {"type": "function", ...}' in message
+    assert "$.tools: 5 items -> 1 item" in message
+    assert "$.system:" in message
+    system_line = next(line for line in message.splitlines() if "$.system:" in line)
+    assert len(system_line) < 120, "long strings are shortened around the first difference"
+    assert "careful" in system_line
+    assert "precise" in system_line
+    assert isinstance(caught.value, AssertionError)
+
+
+def test_a_miss_with_no_same_path_request_lists_what_was_recorded(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("a")])
+    transport = CassetteTransport(cassette_path)
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        with pytest.raises(CassetteMiss, match="recorded: POST /v1/chat/completions"):
+            client.post("/v1/messages", json=chat("a"))
