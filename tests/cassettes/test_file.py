@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
 
 def record(path: Path, bodies: list[dict[str, Any]], mode: str = "all") -> None:
     provider = ScriptedProvider()
-    transport = CassetteTransport(path, mode=mode, inner=provider.transport())
+    transport = CassetteTransport(
+        path, mode=mode, inner=provider.transport(), run_id=uuid.uuid4().hex
+    )
     with httpx.Client(transport=transport, base_url=OPENAI) as client:
         for body in bodies:
             client.post(CHAT, json=body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 import socket
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from tests.cassettes.conftest import CHAT, OPENAI, NoNetwork, ScriptedProvider, 
 def record(
     path: Path, provider: ScriptedProvider, bodies: list[dict[str, Any]], mode: str = "once"
 ) -> list[Any]:
-    transport = CassetteTransport(path, mode=mode, inner=provider.transport())
+    transport = CassetteTransport(
+        path, mode=mode, inner=provider.transport(), run_id=uuid.uuid4().hex
+    )
     with httpx.Client(transport=transport, base_url=OPENAI) as client:
         return [client.post(CHAT, json=body).json() for body in bodies]
 

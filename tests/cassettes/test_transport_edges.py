@@ -1,0 +1,106 @@
+"""`CassetteTransport` edge cases: bodies that are not JSON, wrong inner kinds, context use."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harness.cassettes import Cassette, CassetteMiss, CassetteTransport, RecordModeError
+from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
+
+
+def test_text_binary_and_empty_bodies_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "bodies.json"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/text":
+            return httpx.Response(200, text="plain words")
+        if request.url.path == "/binary":
+            return httpx.Response(200, content=b"\x00\xff\x10")
+        return httpx.Response(204)
+
+    transport = CassetteTransport(path, mode="once", inner=httpx.MockTransport(handler))
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        client.post("/text", content=b"form=1")
+        client.post("/binary", content=b"\xff\xfe")
+        client.get("/empty")
+        assert len(transport.recorded) == 3
+    stored = Cassette.load(path).interactions
+    assert stored[0].request.body_text == "form=1"
+    assert stored[0].response.body_text == "plain words"
+    assert stored[1].request.body_base64 == "//4="
+    assert stored[1].response.body_base64 == "AP8Q"
+    assert stored[2].response.chunks() == []
+    with httpx.Client(transport=CassetteTransport(path), base_url=OPENAI) as client:
+        assert client.post("/text", content=b"form=1").text == "plain words"
+        assert client.post("/binary", content=b"\xff\xfe").content == b"\x00\xff\x10"
+        assert client.get("/empty").status_code == 204
+
+
+def test_a_sync_client_needs_a_sync_inner_transport(tmp_path: Path) -> None:
+    class AsyncOnly(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200)
+
+    transport = CassetteTransport(tmp_path / "c.json", mode="all", inner=AsyncOnly())
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        with pytest.raises(RecordModeError, match="sync inner transport"):
+            client.post(CHAT, json=chat("a"))
+
+
+def test_an_async_client_needs_an_async_inner_transport(tmp_path: Path) -> None:
+    provider = ScriptedProvider()
+
+    async def scenario() -> None:
+        transport = CassetteTransport(tmp_path / "c.json", mode="all", inner=provider.transport())
+        async with httpx.AsyncClient(transport=transport, base_url=OPENAI) as client:
+            await client.post(CHAT, json=chat("a"))
+
+    # MockTransport is both sync and async, so this records; a sync-only inner would not.
+    asyncio.run(scenario())
+
+    class SyncOnly(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200)
+
+    async def refused() -> None:
+        transport = CassetteTransport(tmp_path / "d.json", mode="all", inner=SyncOnly())
+        async with httpx.AsyncClient(transport=transport, base_url=OPENAI) as client:
+            await client.post(CHAT, json=chat("a"))
+
+    with pytest.raises(RecordModeError, match="async inner transport"):
+        asyncio.run(refused())
+
+
+def test_async_misses_are_explained(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    provider = ScriptedProvider()
+    with httpx.Client(
+        transport=CassetteTransport(path, mode="once", inner=provider.transport()), base_url=OPENAI
+    ) as client:
+        client.post(CHAT, json=chat("a"))
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(transport=CassetteTransport(path), base_url=OPENAI) as client:
+            await client.post(CHAT, json=chat("b"))
+
+    with pytest.raises(CassetteMiss, match=r'\$\.messages\[0\]\.content: "a" -> "b"'):
+        asyncio.run(scenario())
+
+
+def test_the_transport_is_a_context_manager_that_saves_even_on_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    provider = ScriptedProvider()
+    with pytest.raises(RuntimeError, match="boom"):
+        with CassetteTransport(path, mode="all", inner=provider.transport()) as transport:
+            client = httpx.Client(transport=transport, base_url=OPENAI)
+            client.post(CHAT, json=chat("a"))
+            raise RuntimeError("boom")
+    assert len(Cassette.load(path).interactions) == 1
+    with CassetteTransport(path) as transport:
+        client = httpx.Client(transport=transport, base_url=OPENAI)
+        assert client.post(CHAT, json=chat("a")).json()["n"] == 1
+    transport.close()  # closing twice is harmless
