@@ -151,6 +151,23 @@ def cassettes_diff(a: Path, b: Path) -> None:
     sys.exit(EXIT_OK if result.identical else EXIT_FAILED)
 
 
+@cassettes.command("import-vcr")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for the converted harness-cassette/1 files (relative paths are kept).",
+)
+def cassettes_import_vcr(sources: tuple[Path, ...], out_dir: Path) -> None:
+    """Convert vcrpy YAML cassettes (standard or parsed_body form) into harness cassettes."""
+    from harness.cassettes.vcr import import_vcr
+
+    report = _or_invalid(lambda: import_vcr(list(sources), out_dir))
+    click.echo(report.summary())
+
+
 def _or_invalid(action: Callable[[], _T]) -> _T:
     """Run `action`; a harness error becomes a one-line message and exit code 2."""
     try:

@@ -48,7 +48,8 @@ def parse_sse(text: str) -> list[SseEvent]:
             block = []
     if block:
         events.append(_parse_block(block))
-    return events
+    # A block of only unknown fields carries nothing a client could observe.
+    return [event for event in events if event != _EMPTY]
 
 
 def _parse_block(lines: list[str]) -> SseEvent:
@@ -75,6 +76,9 @@ def _parse_block(lines: list[str]) -> SseEvent:
         retry=retry,
         comments=tuple(comments),
     )
+
+
+_EMPTY = SseEvent()
 
 
 def render_sse(events: list[SseEvent]) -> bytes:

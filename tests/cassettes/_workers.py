@@ -10,8 +10,15 @@ from pathlib import Path
 import httpx
 
 from harness.cassettes import CassetteTransport
-from harness.cassettes.cassette import Cassette, CassetteDocument, Interaction, new_metadata
-from harness.cassettes.cassette import RecordedRequest, RecordedResponse, write_atomically
+from harness.cassettes.cassette import (
+    Cassette,
+    CassetteDocument,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    new_metadata,
+    write_atomically,
+)
 
 
 def record_many(path: str, worker: int, count: int, mode: str) -> None:

@@ -68,7 +68,9 @@ def test_re_recording_unchanged_traffic_writes_identical_bytes(cassette_path: Pa
 def test_a_cassette_that_does_not_parse_names_file_and_line(cassette_path: Path) -> None:
     cassette_path.parent.mkdir(parents=True)
     cassette_path.write_text('{\n  "format": "harness-cassette/1",\n  "interactions": [,]\n}\n')
-    with pytest.raises(CassetteFormatError, match=rf"{cassette_path}:3:\d+: cassette is not valid JSON"):
+    with pytest.raises(
+        CassetteFormatError, match=rf"{cassette_path}:3:\d+: cassette is not valid JSON"
+    ):
         Cassette.load(cassette_path)
 
 

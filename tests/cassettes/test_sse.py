@@ -39,3 +39,7 @@ def test_fields_multiline_data_crlf_and_a_trailing_partial_block() -> None:
         SseEvent(data="tail"),
     ]
     assert events[0].render() == b"id: 7\nretry: 3000\ndata: one\ndata: two\n\n"
+
+
+def test_blocks_of_only_unknown_fields_are_dropped() -> None:
+    assert parse_sse("foo: bar\n\ndata: x\n\n") == [SseEvent(data="x")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 import socket
+import uuid
 from pathlib import Path
 from typing import Any
 

@@ -94,11 +94,15 @@ def test_async_misses_are_explained(tmp_path: Path) -> None:
 def test_the_transport_is_a_context_manager_that_saves_even_on_error(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     provider = ScriptedProvider()
-    with pytest.raises(RuntimeError, match="boom"):
+
+    def record_then_fail() -> None:
         with CassetteTransport(path, mode="all", inner=provider.transport()) as transport:
             client = httpx.Client(transport=transport, base_url=OPENAI)
             client.post(CHAT, json=chat("a"))
             raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        record_then_fail()
     assert len(Cassette.load(path).interactions) == 1
     with CassetteTransport(path) as transport:
         client = httpx.Client(transport=transport, base_url=OPENAI)

@@ -1,0 +1,131 @@
+"""Turning live HTTP traffic into what a cassette stores: keyed, scrubbed, decoded.
+
+`Recorder` is shared by `CassetteTransport` and the vcrpy interop, so traffic recorded either way
+is keyed and scrubbed identically.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+
+from harness.cassettes.cassette import RecordedRequest, RecordedResponse
+from harness.cassettes.key import canonical_request_key, parse_json_body
+from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
+from harness.cassettes.sse import parse_sse
+
+DROPPED_RESPONSE_HEADERS: Final = frozenset(
+    {
+        "content-length",
+        "content-encoding",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "date",
+        "age",
+        "via",
+        "server-timing",
+        "request-id",
+        "x-request-id",
+        "cf-ray",
+        "cf-cache-status",
+        "openai-processing-ms",
+        "x-envoy-upstream-service-time",
+        "anthropic-organization-id",
+    }
+)
+DROPPED_RESPONSE_HEADER_PREFIXES: Final = ("x-ratelimit-", "anthropic-ratelimit-")
+"""Response headers not written: lengths and encodings (bodies are stored decoded) and values
+that change on every call, which would make re-recording unchanged traffic rewrite the file."""
+
+DROPPED_REQUEST_HEADERS: Final = frozenset({"content-length", "host", "connection"})
+
+
+@dataclass(frozen=True)
+class Recorder:
+    """Keys and scrubs requests and responses for writing."""
+
+    scrubber: Scrubber = DEFAULT_SCRUBBER
+    volatile: tuple[str, ...] = ()
+    provider: str | None = None
+
+    def key_for(self, request: httpx.Request) -> str:
+        """The canonical key of an httpx request (its body must have been read)."""
+        return canonical_request_key(
+            request.method,
+            str(request.url),
+            request.headers.multi_items(),
+            request.content,
+            volatile=self.volatile,
+            provider=self.provider,
+        )
+
+    def record_request(self, request: httpx.Request) -> RecordedRequest:
+        """The request as it will be written: scrubbed, body parsed when JSON."""
+        headers = [
+            (name, value)
+            for name, value in request.headers.multi_items()
+            if name.lower() not in DROPPED_REQUEST_HEADERS
+        ]
+        body_fields = _body_fields(request.content, request.headers.get("content-type", ""))
+        return RecordedRequest(
+            method=request.method,
+            path=request.url.path,
+            query=self.scrubber.query(request.url.query.decode("ascii", "replace")),
+            headers=self.scrubber.headers(headers),
+            **self._scrub_body(body_fields),
+        )
+
+    def record_response(
+        self, status: int, headers: Iterable[tuple[str, str]], content: bytes
+    ) -> RecordedResponse:
+        """The response as it will be written: scrubbed, SSE split into events."""
+        kept = [
+            (name, value)
+            for name, value in headers
+            if name.lower() not in DROPPED_RESPONSE_HEADERS
+            and not name.lower().startswith(DROPPED_RESPONSE_HEADER_PREFIXES)
+        ]
+        content_type = {n.lower(): v for n, v in kept}.get("content-type", "")
+        if "text/event-stream" in content_type:
+            events = [
+                event.model_copy(
+                    update={
+                        "data": None if event.data is None else self.scrubber.text(event.data),
+                        "comments": tuple(self.scrubber.text(c) for c in event.comments),
+                    }
+                )
+                for event in parse_sse(content.decode("utf-8", "replace"))
+            ]
+            return RecordedResponse(
+                status=status, headers=self.scrubber.headers(kept), events=events
+            )
+        return RecordedResponse(
+            status=status,
+            headers=self.scrubber.headers(kept),
+            **self._scrub_body(_body_fields(content, content_type)),
+        )
+
+    def _scrub_body(self, fields: dict[str, Any]) -> dict[str, Any]:
+        if "body" in fields:
+            return {"body": self.scrubber.json(fields["body"])}
+        if "body_text" in fields:
+            return {"body_text": self.scrubber.text(fields["body_text"])}
+        return fields
+
+
+def _body_fields(content: bytes, content_type: str) -> dict[str, Any]:
+    """Which body field holds `content`: JSON as a value, text as text, anything else base64."""
+    if not content:
+        return {}
+    is_json, value = parse_json_body(content)
+    if is_json and value is not None and ("json" in content_type or not content_type):
+        return {"body": value}
+    try:
+        return {"body_text": content.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(content).decode("ascii")}

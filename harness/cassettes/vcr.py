@@ -1,0 +1,694 @@
+"""vcrpy interop: our request key and cassette format for vcrpy users, and an importer.
+
+Three ways in, for teams that already record with vcrpy or pytest-recording and keep their
+clients (official SDKs included):
+
+- `request_hash`, a vcrpy matcher that compares requests by `canonical_request_key`, so JSON key
+  order, volatile fields and host do not matter and behaviour-changing headers do;
+- `HarnessPersister`, a vcrpy persister that stores vcrpy cassettes as `harness-cassette/1` JSON
+  files, scrubbed exactly as `CassetteTransport` scrubs (the same `record_request` and
+  `record_response`), and loads them back for vcrpy;
+- `import_vcr`, which converts existing vcrpy YAML cassettes (including pydantic-ai's
+  `parsed_body` variant) into `harness-cassette/1` files `CassetteTransport` replays.
+
+`register(vcr)` installs the matcher and the persister on a `vcr.VCR`. With pytest-recording, do it
+in the `pytest_recording_configure` hook of a `conftest.py`:
+
+```python
+import pytest
+from harness.cassettes.vcr import register
+
+
+def pytest_recording_configure(config, vcr):
+    register(vcr)
+
+
+@pytest.fixture(scope="module")
+def vcr_config():
+    # "json" only names the files `*.json`; the persister writes harness-cassette/1 JSON anyway.
+    return {"serializer": "json", "match_on": ["method", "path", "request_hash"]}
+```
+
+`request_hash` alone decides a match (the key covers method and path); `method` and `path` in
+front of it give vcrpy's "no match" report a closest recorded request, whose `request_hash`
+failure then names the differences.
+
+Registering the persister replaces pytest-recording's own, so extra cassettes named as
+`@pytest.mark.vcr("other.yaml")` arguments are not loaded; import them with `import_vcr` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
+
+import httpx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from vcr.persisters.filesystem import CassetteNotFoundError  # type: ignore[import-untyped]
+from vcr.request import Request as VcrRequest  # type: ignore[import-untyped]
+from vcr.util import read_body  # type: ignore[import-untyped]
+
+from harness.cassettes.cassette import (
+    Cassette,
+    CassetteDocument,
+    CassetteMetadata,
+    Interaction,
+    new_metadata,
+    parse_document,
+    write_atomically,
+)
+from harness.cassettes.diff import structural_diff
+from harness.cassettes.key import canonical_request_bytes, canonical_request_key, detect_provider
+from harness.cassettes.record import Recorder
+from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
+from harness.cassettes.store import lock_for
+from harness.errors import CassetteError, CassetteFormatError
+
+try:
+    from yaml import CSafeLoader as _YamlLoader
+except ImportError:  # PyYAML built without libyaml
+    from yaml import SafeLoader as _YamlLoader  # type: ignore[assignment]
+
+MATCHER_NAME: Final = "request_hash"
+VCR_CASSETTE_SUFFIXES: Final = (".yaml", ".yml")
+MATCH_ON: Final = ("method", "path", MATCHER_NAME)
+"""The `match_on` to use: `request_hash` decides, `method` and `path` let vcrpy find the closest
+recorded request to explain a miss with."""
+VCR_DEFAULT_MATCH_ON: Final = ("method", "scheme", "host", "port", "path", "query")
+"""vcrpy's own default `match_on`; `register` replaces it, and only it, with `MATCH_ON`."""
+
+MAX_MISMATCH_LINES: Final = 3
+
+
+class VcrImportError(CassetteError, ValueError):
+    """`import_vcr` was given sources it cannot convert: a missing path, a folder without
+    cassettes, or two sources that would write the same output file."""
+
+    code: ClassVar[str] = "cassette_vcr_import_invalid"
+
+
+class RequestHashMismatch(CassetteError, AssertionError):
+    """The `request_hash` matcher's verdict: two requests have different canonical keys.
+
+    An `AssertionError`, which is how vcrpy matchers say "no match" (vcrpy reports the message).
+    """
+
+    code: ClassVar[str] = "cassette_request_hash_mismatch"
+
+
+# -- the matcher -----------------------------------------------------------------------------------
+
+
+class RecordedVcrRequest(VcrRequest):  # type: ignore[misc]  # vcrpy ships no type information
+    """A vcrpy request loaded from a harness cassette, carrying the key it was recorded under.
+
+    The stored request is the scrubbed one, so recomputing its key could differ from the live
+    request's (a secret-shaped string in a prompt becomes `[SCRUBBED]`); the recorded key is what
+    the live request hashed to, exactly what `CassetteTransport` replays by.
+    """
+
+    def __init__(
+        self, *, recorded_key: str, method: str, uri: str, body: bytes | None, headers: Any
+    ) -> None:
+        super().__init__(method, uri, body, headers)
+        self.recorded_key = recorded_key
+
+
+def vcr_request_key(request: Any) -> str:
+    """The `canonical_request_key` of a vcrpy `Request` (`.method`, `.uri`, `.headers`, `.body`).
+
+    A request loaded by `HarnessPersister` answers with the key it was recorded under.
+    """
+    if isinstance(request, RecordedVcrRequest):
+        return str(request.recorded_key)
+    return canonical_request_key(*_vcr_request_parts(request))
+
+
+def request_hash(r1: Any, r2: Any) -> None:
+    """vcrpy matcher: the two requests match when their canonical request keys are equal.
+
+    vcrpy passes the request being made first and the recorded one second. A mismatch raises
+    `RequestHashMismatch` (an `AssertionError`) naming both keys and the first differences of
+    their canonical forms, scrubbed, so vcrpy's "no match" report says why.
+    """
+    requested, recorded = vcr_request_key(r1), vcr_request_key(r2)
+    if requested == recorded:
+        return
+    differences = list(structural_diff(_scrubbed_canonical_form(r2), _scrubbed_canonical_form(r1)))
+    lines = [f"canonical request keys differ: {requested} (this request) != {recorded} (recorded)"]
+    if differences:
+        lines.append("differences, recorded -> this request:")
+        lines.extend(f"  {line}" for line in differences[:MAX_MISMATCH_LINES])
+        if len(differences) > MAX_MISMATCH_LINES:
+            lines.append(f"  ... and {len(differences) - MAX_MISMATCH_LINES} more")
+    else:
+        lines.append(
+            "(their canonical forms are equal now: the recorded key was computed from the request "
+            "before it was scrubbed)"
+        )
+    raise RequestHashMismatch("\n".join(lines))
+
+
+def _scrubbed_canonical_form(request: Any) -> Any:
+    return DEFAULT_SCRUBBER.json(json.loads(canonical_request_bytes(*_vcr_request_parts(request))))
+
+
+def _vcr_request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes]:
+    """Method, URI, header pairs and body bytes of a vcrpy request."""
+    headers = [(str(name), _header_text(value)) for name, value in request.headers.items()]
+    return str(request.method), str(request.uri), headers, _body_bytes(read_body(request))
+
+
+def _header_text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return str(value)
+
+
+def _body_bytes(body: object) -> bytes:
+    """A body as the bytes a client sends: text UTF-8, a JSON value `json.dumps`-ed."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes | bytearray | memoryview):
+        return bytes(body)
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, dict | list | int | float | bool):
+        return json.dumps(body).encode("utf-8")
+    raise CassetteFormatError(
+        "expected a request body of bytes, str, None or a JSON value but got a body of "
+        f"type={type(body).__name__}"
+    )
+
+
+# -- vcrpy's cassette shapes -----------------------------------------------------------------------
+
+
+class _VcrModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+HeaderValues = list[str] | str
+"""vcrpy writes a list of values per header; a single string is accepted too."""
+
+
+class VcrRequestRecord(_VcrModel):
+    """A request as vcrpy stores it; the body under `body`, or pydantic-ai's `parsed_body`."""
+
+    method: str
+    uri: str
+    headers: dict[str, HeaderValues] = Field(default_factory=dict)
+    body: bytes | JsonValue = None
+    parsed_body: JsonValue = None
+
+    def header_pairs(self) -> list[tuple[str, str]]:
+        return _header_pairs(self.headers)
+
+    def body_bytes(self) -> bytes:
+        """The body exactly as the recording client sent it (`json.dumps` of `parsed_body`)."""
+        if "parsed_body" in self.model_fields_set:
+            if "body" in self.model_fields_set:
+                raise ValueError("a request has both 'body' and 'parsed_body'; keep one of them")
+            return json.dumps(self.parsed_body).encode("utf-8")
+        return _body_bytes(self.body)
+
+
+class VcrStatus(_VcrModel):
+    code: int
+    message: str | None = None
+
+
+class VcrResponseBody(_VcrModel):
+    string: bytes | str | None = None
+
+
+class VcrResponseRecord(_VcrModel):
+    """A response as vcrpy stores it; `url` is tornado's effective URL, which is not kept."""
+
+    status: VcrStatus
+    headers: dict[str, HeaderValues] = Field(default_factory=dict)
+    body: VcrResponseBody | None = None
+    parsed_body: JsonValue = None
+    url: str | None = None
+
+    def header_pairs(self) -> list[tuple[str, str]]:
+        return _header_pairs(self.headers)
+
+    def content(self) -> bytes:
+        """The body as received: `json.dumps` of `parsed_body`, and compression undone."""
+        if "parsed_body" in self.model_fields_set:
+            if self.body is not None and self.body.string:
+                raise ValueError("a response has both 'body' and 'parsed_body'; keep one of them")
+            return json.dumps(self.parsed_body).encode("utf-8")
+        raw = _body_bytes(self.body.string if self.body is not None else None)
+        return _decoded_content(self.status.code, self.header_pairs(), raw)
+
+
+class VcrInteraction(_VcrModel):
+    request: VcrRequestRecord
+    response: VcrResponseRecord
+
+
+class VcrCassetteFile(_VcrModel):
+    """A vcrpy cassette file, format version 1 (`version` may be left out)."""
+
+    interactions: list[VcrInteraction]
+    version: Literal[1] = 1
+    metadata: dict[str, JsonValue] | None = None
+
+
+def _header_pairs(headers: Mapping[str, HeaderValues]) -> list[tuple[str, str]]:
+    return [
+        (name, value)
+        for name, values in headers.items()
+        for value in ([values] if isinstance(values, str) else values)
+    ]
+
+
+def _decoded_content(status: int, headers: list[tuple[str, str]], raw: bytes) -> bytes:
+    """`raw` with its `content-encoding` undone: cassettes store bodies decoded, no encoding."""
+    encodings = [
+        coding.strip().lower()
+        for name, value in headers
+        if name.lower() == "content-encoding"
+        for coding in value.split(",")
+    ]
+    if not raw or all(coding in ("", "identity") for coding in encodings):
+        return raw
+    try:
+        decoded = httpx.Response(status, headers=headers, content=raw).content
+    except httpx.DecodingError as error:
+        raise ValueError(
+            f"the body does not decode as content-encoding {', '.join(encodings)}: {error}"
+        ) from None
+    if decoded == raw:
+        raise ValueError(
+            f"content-encoding {', '.join(encodings)} is not supported here; record with "
+            "decode_compressed_response=True or install the decoder httpx needs for it"
+        )
+    return decoded
+
+
+# -- the persister ---------------------------------------------------------------------------------
+
+
+class HarnessPersister:
+    """vcrpy persister that keeps cassettes as `harness-cassette/1` JSON whatever their suffix.
+
+    `load_cassette` verifies the file (digests, and the signature when `HARNESS_CASSETTE_KEY` is
+    set) and raises `CassetteNotFoundError` when it is absent or empty, which vcrpy reads as "record
+    it"; a file in another format raises `CassetteFormatError` (a `ValueError`) instead of being
+    treated as empty. `save_cassette` scrubs with the transport's own `record_request` and
+    `record_response` and writes atomically under the cassette's lock. Both ignore vcrpy's
+    `serializer`. Loaded requests carry no scheme or host (the format keys requests without
+    them), so match with `MATCH_ON`, never with `uri`, `scheme`, `host` or `port`.
+    """
+
+    @classmethod
+    def load_cassette(
+        cls, cassette_path: str | os.PathLike[str], serializer: object = None
+    ) -> tuple[list[Any], list[dict[str, Any]]]:
+        path = Path(cassette_path)
+        if not path.is_file():
+            raise CassetteNotFoundError(f"cassette {path} does not exist")
+        raw = path.read_bytes()
+        if not raw.strip():
+            # vcrpy records over an empty file, as it would over a missing one.
+            raise CassetteNotFoundError(f"cassette {path} is empty")
+        if not raw.lstrip().startswith(b"{"):
+            raise CassetteFormatError(
+                f"{path}: expected a harness-cassette/1 JSON file but this looks like a vcrpy "
+                "YAML cassette; convert it with harness.cassettes.vcr.import_vcr "
+                "(`harness cassettes import-vcr`) or delete it to re-record"
+            )
+        cassette = Cassette.load(path)
+        requests = [
+            RecordedVcrRequest(
+                recorded_key=interaction.key,
+                method=interaction.request.method,
+                uri=interaction.request.url,
+                body=interaction.request.body_bytes() or None,
+                headers=dict(interaction.request.headers),
+            )
+            for interaction in cassette.interactions
+        ]
+        responses = [_vcr_response(interaction) for interaction in cassette.interactions]
+        return requests, responses
+
+    @classmethod
+    def save_cassette(
+        cls,
+        cassette_path: str | os.PathLike[str],
+        cassette_dict: Mapping[str, Any],
+        serializer: object = None,
+    ) -> None:
+        path = Path(cassette_path)
+        metadata = cassette_dict.get("metadata")
+        if metadata:
+            raise CassetteFormatError(
+                f"{path}: harness-cassette/1 has no place for vcrpy cassette metadata "
+                f"(get_metadata keys: {', '.join(sorted(map(str, metadata)))}); "
+                "keep such values outside the cassette"
+            )
+        recorder = _recorder(path, DEFAULT_SCRUBBER)
+        pairs: list[tuple[str, httpx.Request, VcrResponseRecord]] = []
+        for index, (request, response) in enumerate(
+            zip(cassette_dict["requests"], cassette_dict["responses"], strict=True)
+        ):
+            try:
+                sent = _httpx_request(request)
+            except (ValueError, httpx.InvalidURL) as error:
+                raise CassetteFormatError(
+                    f"{path}: interaction #{index} request: {error}"
+                ) from None
+            try:
+                record = VcrResponseRecord.model_validate(response)
+            except ValidationError as error:
+                raise _validation_error(path, error, f"interaction #{index} response") from None
+            pairs.append((vcr_request_key(request), sent, record))
+        interactions = _build_interactions(path, recorder, pairs)
+        _write_cassette(path, interactions)
+
+
+def _vcr_response(interaction: Interaction) -> dict[str, Any]:
+    response = interaction.response
+    try:
+        message = HTTPStatus(response.status).phrase
+    except ValueError:
+        message = ""
+    return {
+        "status": {"code": response.status, "message": message},
+        "headers": {name: [value] for name, value in response.headers.items()},
+        "body": {"string": response.body_bytes()},
+    }
+
+
+def _httpx_request(request: Any) -> httpx.Request:
+    method, uri, headers, body = _vcr_request_parts(request)
+    return httpx.Request(method, uri, headers=headers, content=body)
+
+
+# -- registration ----------------------------------------------------------------------------------
+
+
+class VcrConfig(Protocol):
+    """What `register` needs of a `vcr.VCR`."""
+
+    match_on: Any
+
+    def register_matcher(self, name: str, matcher: Callable[[Any, Any], None]) -> None: ...
+
+    def register_persister(self, persister: type[HarnessPersister]) -> None: ...
+
+
+VcrConfigT = TypeVar("VcrConfigT", bound=VcrConfig)
+
+
+def register(vcr_instance: VcrConfigT) -> VcrConfigT:
+    """Register `request_hash` and `HarnessPersister` on a `vcr.VCR`, and return it.
+
+    When the instance still has vcrpy's default `match_on`, which can never match a cassette of
+    ours (loaded requests have no scheme or host), it becomes `MATCH_ON`
+    (`method`, `path`, `request_hash`); a `match_on` the user chose is kept.
+    """
+    vcr_instance.register_matcher(MATCHER_NAME, request_hash)
+    vcr_instance.register_persister(HarnessPersister)
+    if tuple(vcr_instance.match_on) == VCR_DEFAULT_MATCH_ON:
+        vcr_instance.match_on = MATCH_ON
+    return vcr_instance
+
+
+# -- the importer ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedCassette:
+    """One converted file; `written` is False when the output already held the same content."""
+
+    source: Path
+    output: Path
+    interactions: int
+    written: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportReport:
+    """What `import_vcr` converted, in the order it was given."""
+
+    out_dir: Path
+    cassettes: tuple[ImportedCassette, ...]
+
+    @property
+    def file_count(self) -> int:
+        return len(self.cassettes)
+
+    @property
+    def interaction_count(self) -> int:
+        return sum(cassette.interactions for cassette in self.cassettes)
+
+    def summary(self) -> str:
+        unchanged = sum(not cassette.written for cassette in self.cassettes)
+        return (
+            f"converted {self.file_count} vcrpy cassette(s) with {self.interaction_count} "
+            f"interaction(s) into {self.out_dir}"
+            + (f" ({unchanged} already up to date)" if unchanged else "")
+        )
+
+
+def import_vcr(
+    sources: Sequence[Path], out_dir: Path, *, scrubber: Scrubber = DEFAULT_SCRUBBER
+) -> ImportReport:
+    """Convert vcrpy YAML cassettes into `harness-cassette/1` files under `out_dir`.
+
+    A source is a cassette file, or a folder searched recursively for `*.yaml` and `*.yml`;
+    outputs keep the path relative to their folder (a file's is its name), with a `.json`
+    suffix. Every interaction is kept, in order: its key is computed from the request exactly as
+    the recording client sent it (a `parsed_body` is sent as `json.dumps(parsed_body)`), and
+    identical requests are numbered by occurrence, so their different answers replay in order.
+    Bodies may be bytes, text, null, a YAML mapping or `parsed_body`; stale `content-length`
+    headers are dropped, compressed bodies decoded, streams split into SSE events, and secrets,
+    cookies and OpenAI organisation/project ids scrubbed, as `CassetteTransport` records them.
+
+    Every source is converted before anything is written, so a source that is not a vcrpy
+    cassette raises `CassetteFormatError` naming the file (and the interaction and field) and
+    leaves `out_dir` untouched. An output whose content would not change is not rewritten.
+    """
+    out_dir = Path(out_dir)
+    converted = [
+        (source, output, _convert_vcr_file(source, _recorder(output, scrubber)))
+        for source, output in _plan_outputs(sources, out_dir)
+    ]
+    return ImportReport(
+        out_dir=out_dir,
+        cassettes=tuple(
+            ImportedCassette(
+                source=source,
+                output=output,
+                interactions=len(interactions),
+                written=_write_cassette(output, interactions),
+            )
+            for source, output, interactions in converted
+        ),
+    )
+
+
+def _plan_outputs(sources: Sequence[Path], out_dir: Path) -> list[tuple[Path, Path]]:
+    """`(source file, output file)` pairs; a file listed twice is converted once."""
+    planned: dict[Path, Path] = {}
+    for source in map(Path, sources):
+        if source.is_dir():
+            found = sorted(
+                path
+                for path in source.rglob("*")
+                if path.suffix.lower() in VCR_CASSETTE_SUFFIXES and path.is_file()
+            )
+            if not found:
+                raise VcrImportError(
+                    f"expected a folder holding vcrpy cassettes (*.yaml, *.yml) but got "
+                    f"source={str(source)!r} (no such file under it)"
+                )
+            pairs: Iterable[tuple[Path, Path]] = (
+                (path, path.relative_to(source)) for path in found
+            )
+        elif source.is_file():
+            pairs = [(source, Path(source.name))]
+        else:
+            raise VcrImportError(
+                f"expected an existing cassette file or folder but got source={str(source)!r}"
+            )
+        for path, relative in pairs:
+            output = out_dir / relative.with_suffix(".json")
+            previous = planned.get(output)
+            if previous is not None and previous.resolve() != path.resolve():
+                raise VcrImportError(
+                    f"{previous} and {path} would both be written to {output}; import them into "
+                    "different folders"
+                )
+            planned[output] = path
+    return [(source, output) for output, source in planned.items()]
+
+
+def _convert_vcr_file(path: Path, recorder: Recorder) -> list[Interaction]:
+    data = _load_yaml(path)
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "request" in data[0]:
+        raise CassetteFormatError(
+            f"{path}: not a vcrpy cassette of format version 1 (it is a list of interactions, "
+            "vcrpy's format before 1.0); migrate it with `python -m vcr.migration` first"
+        )
+    if not isinstance(data, dict) or "interactions" not in data:
+        got = f"keys {', '.join(map(str, data))}" if isinstance(data, dict) else type(data).__name__
+        raise CassetteFormatError(
+            f"{path}: not a vcrpy cassette: expected a mapping with an 'interactions' list "
+            f"but got {got}"
+        )
+    try:
+        cassette = VcrCassetteFile.model_validate(data)
+    except ValidationError as error:
+        raise _validation_error(path, error, "") from None
+    if cassette.metadata:
+        raise CassetteFormatError(
+            f"{path}: harness-cassette/1 has no place for vcrpy cassette metadata "
+            f"(keys: {', '.join(sorted(cassette.metadata))}); remove it before importing"
+        )
+    pairs: list[tuple[str, httpx.Request, VcrResponseRecord]] = []
+    for index, interaction in enumerate(cassette.interactions):
+        try:
+            request = httpx.Request(
+                interaction.request.method,
+                interaction.request.uri,
+                headers=interaction.request.header_pairs(),
+                content=interaction.request.body_bytes(),
+            )
+        except (ValueError, httpx.InvalidURL) as error:
+            raise CassetteFormatError(f"{path}: interaction #{index} request: {error}") from None
+        pairs.append((recorder.key_for(request), request, interaction.response))
+    return _build_interactions(path, recorder, pairs)
+
+
+def _load_yaml(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CassetteFormatError(
+            f"{path}: not a vcrpy cassette: not UTF-8 text ({error.reason})"
+        ) from None
+    try:
+        return yaml.load(text, Loader=_YamlLoader)
+    except yaml.YAMLError as error:
+        # Only the problem and its position: the offending line may hold a secret.
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise CassetteFormatError(
+            f"{path}{where}: not a vcrpy cassette: invalid YAML ({problem})"
+        ) from None
+
+
+def _validation_error(path: Path, error: ValidationError, prefix: str) -> CassetteFormatError:
+    first = error.errors()[0]
+    location = list(first["loc"])
+    where = [prefix] if prefix else []
+    if len(location) > 1 and location[0] == "interactions" and isinstance(location[1], int):
+        where.append(f"interaction #{location[1]}")
+        location = location[2:]
+    where.append(".".join(map(str, location)))
+    return CassetteFormatError(
+        f"{path}: not a vcrpy cassette: invalid {' '.join(filter(None, where)) or 'document'}: "
+        f"{first['msg']} ({error.error_count()} problem(s) in all)"
+    )
+
+
+# -- shared by the persister and the importer ------------------------------------------------------
+
+
+def _recorder(path: Path, scrubber: Scrubber) -> Recorder:
+    """The recorder live traffic goes through, so vcrpy traffic is keyed and scrubbed alike."""
+    return Recorder(scrubber=scrubber)
+
+
+def _build_interactions(
+    path: Path,
+    recorder: Recorder,
+    pairs: Iterable[tuple[str, httpx.Request, VcrResponseRecord]],
+) -> list[Interaction]:
+    """Scrubbed interactions, `occurrence` counted per key in order."""
+    counts: dict[str, int] = defaultdict(int)
+    interactions: list[Interaction] = []
+    for index, (key, request, response) in enumerate(pairs):
+        try:
+            content = response.content()
+        except ValueError as error:
+            raise CassetteFormatError(f"{path}: interaction #{index} response: {error}") from None
+        counts[key] += 1
+        interactions.append(
+            Interaction.build(
+                key,
+                counts[key],
+                recorder.record_request(request),
+                recorder.record_response(response.status.code, response.header_pairs(), content),
+            )
+        )
+    return interactions
+
+
+def _write_cassette(path: Path, interactions: list[Interaction]) -> bool:
+    """Write the cassette atomically under its lock; False when the file already says the same.
+
+    Unchanged interactions keep the file's metadata (`recorded_at` included), so converting or
+    saving the same traffic again leaves the file byte-identical.
+    """
+    provider = next(
+        (
+            found
+            for interaction in interactions
+            if (found := detect_provider(interaction.request.path)) is not None
+        ),
+        None,
+    )
+    with lock_for(path):
+        existing = path.read_bytes() if path.is_file() else None
+        metadata = _reusable_metadata(path, existing, interactions, provider)
+        document = CassetteDocument(
+            metadata=metadata or new_metadata(provider), interactions=interactions
+        )
+        data = Cassette(path, document).dumps()
+        if data == existing:
+            return False
+        write_atomically(path, data)
+        return True
+
+
+def _reusable_metadata(
+    path: Path, existing: bytes | None, interactions: list[Interaction], provider: str | None
+) -> CassetteMetadata | None:
+    if existing is None:
+        return None
+    try:
+        document = parse_document(path, existing)
+    except CassetteFormatError:
+        return None
+    same = [i.digest for i in document.interactions] == [i.digest for i in interactions]
+    return document.metadata if same and document.metadata.provider == provider else None
+
+
+__all__ = [
+    "MATCHER_NAME",
+    "MATCH_ON",
+    "HarnessPersister",
+    "ImportReport",
+    "ImportedCassette",
+    "RecordedVcrRequest",
+    "RequestHashMismatch",
+    "VcrImportError",
+    "import_vcr",
+    "register",
+    "request_hash",
+    "vcr_request_key",
+]
