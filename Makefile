@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: run test lint typecheck unit thorough clean
+.PHONY: run test lint typecheck unit thorough bench clean
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --frozen --inexact --quiet
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --frozen --inexact --quiet --all-groups
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -31,6 +31,9 @@ test: lint typecheck unit
 
 thorough: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n 2
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.cassette_replay
 
 clean:
 	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

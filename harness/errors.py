@@ -111,3 +111,55 @@ class RecordModeError(CassetteError, ValueError):
     """An unknown record mode or an option combination that cannot work."""
 
     code: ClassVar[str] = "cassette_record_mode_invalid"
+
+
+class SecurityException(HarnessError):
+    """A server-owned security policy is required but unavailable; never fall back to no policy."""
+
+    code: ClassVar[str] = "security_policy_unavailable"
+
+
+class AgentDecisionCallException(HarnessError):
+    """The LLM gateway failed: a non-2xx answer, a timeout, or a body that is not the provider's.
+
+    Carries the HTTP `status` (None for a timeout or a transport failure) and the provider's
+    error `error_type`; never a credential, never the request body. Retry only through the
+    durable loop's bounded policy.
+    """
+
+    code: ClassVar[str] = "agent_decision_call_failed"
+    retryable: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+        self.provider = provider
+
+
+class ToolChoiceUnsupported(AgentDecisionCallException):
+    """The provider or model cannot force a named tool (for example Anthropic with thinking on)."""
+
+    code: ClassVar[str] = "tool_choice_unsupported"
+    retryable: ClassVar[bool] = False
+
+
+class AgentDecisionProtocolException(HarnessError):
+    """The provider's output is not a valid typed `AgentDecision`; the text is never executed.
+
+    `correction` is the bounded protocol correction recorded for the next attempt.
+    """
+
+    code: ClassVar[str] = "agent_decision_protocol_invalid"
+    retryable: ClassVar[bool] = True
+
+    def __init__(self, message: str, *, correction: str) -> None:
+        super().__init__(message)
+        self.correction = correction

@@ -25,23 +25,25 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import hashlib
 import hmac
 import json
 import os
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from harness.cassettes.key import canonical_request_key
 from harness.cassettes.sse import SseEvent, render_sse
 from harness.errors import CassetteFormatError, CassetteTamperedError
-from harness.protocol.canonical import canonical_json, sha256_digest
+from harness.protocol.canonical import canonical_json
 
 FORMAT: Final = "harness-cassette/1"
 SUPPORTED_FORMATS: Final = (FORMAT,)
@@ -70,7 +72,7 @@ class RecordedRequest(_CassetteModel):
 
     def body_bytes(self) -> bytes:
         """The body as it is sent again (JSON re-serialised compactly)."""
-        return _body_bytes(self.body, self.body_text, self.body_base64)
+        return body_bytes(self.body, self.body_text, self.body_base64)
 
 
 class RecordedResponse(_CassetteModel):
@@ -87,13 +89,13 @@ class RecordedResponse(_CassetteModel):
         """The body as the chunks a replay delivers: one per SSE event, else one."""
         if self.events is not None:
             return [event.render() for event in self.events]
-        body = _body_bytes(self.body, self.body_text, self.body_base64)
+        body = body_bytes(self.body, self.body_text, self.body_base64)
         return [body] if body else []
 
     def body_bytes(self) -> bytes:
         if self.events is not None:
             return render_sse(self.events)
-        return _body_bytes(self.body, self.body_text, self.body_base64)
+        return body_bytes(self.body, self.body_text, self.body_base64)
 
 
 class Interaction(_CassetteModel):
@@ -121,10 +123,6 @@ class Interaction(_CassetteModel):
     def with_occurrence(self, occurrence: int) -> Interaction:
         return Interaction.build(self.key, occurrence, self.request, self.response)
 
-    def digest_matches(self) -> bool:
-        expected = interaction_digest(self.key, self.occurrence, self.request, self.response)
-        return hmac.compare_digest(self.digest, expected)
-
 
 class CassetteMetadata(_CassetteModel):
     harness_version: str
@@ -145,25 +143,40 @@ def interaction_digest(
     key: str, occurrence: int, request: RecordedRequest, response: RecordedResponse
 ) -> str:
     """`sha256:` digest of the canonical JSON of an interaction without its digest."""
-    return sha256_digest(
-        canonical_json(
-            {
-                "key": key,
-                "occurrence": occurrence,
-                "request": request.model_dump(mode="json", exclude_none=True),
-                "response": response.model_dump(mode="json", exclude_none=True),
-            }
-        )
+    return raw_interaction_digest(
+        {
+            "key": key,
+            "occurrence": occurrence,
+            "request": request.model_dump(mode="json", exclude_none=True),
+            "response": response.model_dump(mode="json", exclude_none=True),
+        }
     )
 
 
-def signature_for(document: CassetteDocument, signing_key: str) -> str:
+def raw_interaction_digest(interaction: Mapping[str, Any]) -> str:
+    """The digest of an interaction as stored (its `digest` member, if any, is left out).
+
+    The canonical bytes are compact JSON with every object's keys sorted, as orjson writes them
+    with `OPT_SORT_KEYS` (stdlib `json` with sorted keys for integers beyond 64 bits).
+    """
+    content = {name: interaction[name] for name in _DIGESTED if name in interaction}
+    try:
+        data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError: integers beyond 64 bits
+        data = canonical_json(content)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+_DIGESTED: Final = ("key", "occurrence", "request", "response")
+
+
+def signature_for(cassette: Cassette, signing_key: str) -> str:
     """HMAC-SHA256 over the format, the metadata and every interaction digest, in order."""
     message = canonical_json(
         {
-            "format": document.format,
-            "metadata": document.metadata.model_dump(mode="json", exclude_none=True),
-            "digests": [interaction.digest for interaction in document.interactions],
+            "format": FORMAT,
+            "metadata": cassette.metadata.model_dump(mode="json", exclude_none=True),
+            "digests": [interaction["digest"] for interaction in cassette.raw],
         }
     )
     mac = hmac.new(signing_key.encode("utf-8"), message, hashlib.sha256).hexdigest()
@@ -175,26 +188,73 @@ def signing_key_from_environment() -> str | None:
 
 
 class Cassette:
-    """A loaded cassette: its document plus an index from key to interactions in order.
+    """A loaded cassette: interactions as stored, indexed by key, validated on first use.
 
-    Lookup by key is one dictionary access, so replay cost does not grow with the cassette.
+    Loading parses the JSON, checks the format, every digest and the signature, and indexes
+    interactions by key; typed `Interaction` models are built only when something reads them
+    (a miss diagnosis, a review, a merge). Replay reads the stored form directly, so lookup cost
+    is one dictionary access and load cost stays close to the JSON parse itself.
     """
 
-    def __init__(self, path: Path, document: CassetteDocument) -> None:
+    def __init__(
+        self,
+        path: Path,
+        metadata: CassetteMetadata,
+        raw: list[dict[str, Any]],
+        *,
+        signature: str | None = None,
+        validated: list[Interaction] | None = None,
+    ) -> None:
         self.path = path
-        self.document = document
-        self.by_key: dict[str, list[Interaction]] = defaultdict(list)
-        for interaction in document.interactions:
-            self.by_key[interaction.key].append(interaction)
+        self.metadata = metadata
+        self.signature = signature
+        self.raw = raw
+        self._validated = validated
+        self.by_key: dict[str, list[int]] = defaultdict(list)
+        for index, interaction in enumerate(raw):
+            self.by_key[interaction["key"]].append(index)
+
+    @classmethod
+    def from_document(cls, path: Path, document: CassetteDocument) -> Cassette:
+        raw = [i.model_dump(mode="json", exclude_none=True) for i in document.interactions]
+        return cls(
+            path,
+            document.metadata,
+            raw,
+            signature=document.signature,
+            validated=list(document.interactions),
+        )
 
     @property
     def interactions(self) -> list[Interaction]:
-        return self.document.interactions
+        """Every interaction as a typed model (validated once, on first access)."""
+        if self._validated is None:
+            self._validated = [self.interaction(index) for index in range(len(self.raw))]
+        return self._validated
+
+    def interaction(self, index: int) -> Interaction:
+        """Interaction `index` as a typed model; `CassetteFormatError` names it when invalid."""
+        if self._validated is not None:
+            return self._validated[index]
+        try:
+            return Interaction.model_validate(self.raw[index])
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise CassetteFormatError(
+                f"{self.path}: invalid interaction #{index} at {where}: {first['msg']}"
+            ) from None
+
+    @property
+    def document(self) -> CassetteDocument:
+        return CassetteDocument(
+            metadata=self.metadata, interactions=self.interactions, signature=self.signature
+        )
 
     @classmethod
     def new(cls, path: str | os.PathLike[str], provider: str | None = None) -> Cassette:
         """An empty cassette for `path` (nothing is written until `save`)."""
-        return cls(Path(path), CassetteDocument(metadata=new_metadata(provider)))
+        return cls(Path(path), new_metadata(provider), [], validated=[])
 
     @classmethod
     def load(
@@ -206,31 +266,62 @@ class Cassette:
     ) -> Cassette:
         """Load and verify a cassette file.
 
-        Raises `CassetteFormatError` naming the file (and line) when it does not parse, or names
+        Raises `CassetteFormatError` naming the file (and line) when it does not parse or names
         an unknown format version, and `CassetteTamperedError` naming the file and interaction
         when a digest or the signature does not match, unless `allow_tampered` is set. The
         signature is checked when a signing key is given or `HARNESS_CASSETTE_KEY` is set.
         """
         path = Path(path)
-        document = parse_document(path, path.read_bytes())
-        if not allow_tampered:
-            problems = list(find_tampering(document, signing_key or signing_key_from_environment()))
+        raw = path.read_bytes()
+        if allow_tampered:
+            return parse_cassette(path, raw, exact=True)
+        key = signing_key or signing_key_from_environment()
+        cassette = parse_cassette(path, raw)
+        problems = list(find_tampering(cassette, key))
+        if problems:
+            # orjson reads integers beyond 64 bits as floats, which no digest matches: parse
+            # such a file exactly before calling it tampered.
+            cassette = parse_cassette(path, raw, exact=True)
+            problems = list(find_tampering(cassette, key))
             if problems:
                 raise CassetteTamperedError(
                     f"cassette {path} failed verification: {problems[0]}"
                     + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
                     + "; re-record it, or load it with allow_tampered=True to inspect it"
                 )
-        return cls(path, document)
+        return cassette
+
+    def replay_parts(self, index: int) -> tuple[int, dict[str, str], list[bytes]]:
+        """Status, headers and body chunks of interaction `index`, read from the stored form."""
+        response = self.raw[index]["response"]
+        try:
+            status = response["status"]
+            headers = response.get("headers", {})
+            if not isinstance(status, int) or not isinstance(headers, dict):
+                raise TypeError
+            events = response.get("events")
+            if events is not None:
+                return status, headers, [SseEvent.model_validate(e).render() for e in events]
+            body = body_bytes(
+                response.get("body"), response.get("body_text"), response.get("body_base64")
+            )
+        except (KeyError, TypeError, ValueError, ValidationError):
+            self.interaction(index)  # names the invalid field
+            raise CassetteFormatError(
+                f"{self.path}: interaction #{index} has an invalid response"
+            ) from None
+        return status, headers, [body] if body else []
 
     def dumps(self, signing_key: str | None = None) -> bytes:
         """The file bytes: stable key order, two-space indent, a final newline."""
-        document = self.document
         key = signing_key or signing_key_from_environment()
-        document = document.model_copy(
-            update={"signature": signature_for(document, key) if key else None}
-        )
-        data = document.model_dump(mode="json", exclude_none=True)
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "metadata": self.metadata.model_dump(mode="json", exclude_none=True),
+            "interactions": self.raw,
+        }
+        if key:
+            data["signature"] = signature_for(self, key)
         return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
@@ -244,10 +335,27 @@ def new_metadata(provider: str | None) -> CassetteMetadata:
     )
 
 
-def parse_document(path: Path, raw: bytes) -> CassetteDocument:
-    """Parse file bytes into a document, or raise `CassetteFormatError` naming file and line."""
+def parse_cassette(path: Path, raw: bytes, *, exact: bool = False) -> Cassette:
+    """Parse file bytes into a `Cassette`, or raise `CassetteFormatError` naming file and line.
+
+    The fast parser (orjson) reads integers beyond 64 bits as floats; `exact=True` uses the
+    standard library parser, which keeps them. Digest verification tells the two apart.
+
+    The garbage collector is paused while the parsed tree is built: a cassette is many small
+    containers, none of them cyclic, and collecting during the build costs more than the parse.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        data = json.loads(raw)
+        return _parse_cassette(path, raw, exact)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_cassette(path: Path, raw: bytes, exact: bool) -> Cassette:
+    try:
+        data = _loads(raw, exact)
     except json.JSONDecodeError as error:
         raise CassetteFormatError(
             f"{path}:{error.lineno}:{error.colno}: cassette is not valid JSON: {error.msg}"
@@ -263,28 +371,62 @@ def parse_document(path: Path, raw: bytes) -> CassetteDocument:
         raise CassetteFormatError(
             f"{path}: unknown cassette format {found!r}; supported: {', '.join(SUPPORTED_FORMATS)}"
         )
+    unknown = set(data) - {"format", "metadata", "interactions", "signature"}
+    if unknown:
+        raise CassetteFormatError(f"{path}: unknown top-level key(s): {', '.join(sorted(unknown))}")
     try:
-        return CassetteDocument.model_validate(data)
+        metadata = CassetteMetadata.model_validate(data.get("metadata"))
     except ValidationError as error:
         first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
+        where = ".".join(("metadata", *(str(part) for part in first["loc"])))
+        raise CassetteFormatError(f"{path}: invalid cassette at {where}: {first['msg']}") from None
+    interactions = data.get("interactions", [])
+    signature = data.get("signature")
+    if not isinstance(interactions, list) or not (signature is None or isinstance(signature, str)):
         raise CassetteFormatError(
-            f"{path}: invalid cassette at {where}: {first['msg']} "
-            f"({error.error_count()} problem(s) in all)"
-        ) from None
-
-
-def find_tampering(document: CassetteDocument, signing_key: str | None) -> Iterator[str]:
-    """Describe every interaction whose digest, and the signature, that does not match."""
-    for index, interaction in enumerate(document.interactions):
-        if not interaction.digest_matches():
-            yield (
-                f"interaction #{index} ({interaction.request.method} {interaction.request.path}, "
-                f"key {interaction.key}, occurrence {interaction.occurrence}): digest mismatch"
+            f"{path}: invalid cassette: 'interactions' must be a list and 'signature' a string"
+        )
+    for index, interaction in enumerate(interactions):
+        if not (
+            isinstance(interaction, dict)
+            and isinstance(interaction.get("key"), str)
+            and isinstance(interaction.get("digest"), str)
+            and isinstance(interaction.get("response"), dict)
+        ):
+            raise CassetteFormatError(
+                f"{path}: invalid cassette at interactions.{index}: expected an object with "
+                "key, occurrence, request, response and digest"
             )
-    if signing_key and document.signature is not None:
-        expected = signature_for(document, signing_key)
-        if not hmac.compare_digest(document.signature, expected):
+    return Cassette(path, metadata, interactions, signature=signature)
+
+
+def _loads(raw: bytes, exact: bool) -> Any:
+    if not exact:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # the standard parser gives the precise message, line and column
+    return json.loads(raw)
+
+
+def parse_document(path: Path, raw: bytes) -> CassetteDocument:
+    """Parse and fully validate file bytes into a typed document (every interaction checked)."""
+    return parse_cassette(path, raw).document
+
+
+def find_tampering(cassette: Cassette, signing_key: str | None) -> Iterator[str]:
+    """Describe every interaction whose digest, and the signature, that does not match."""
+    for index, interaction in enumerate(cassette.raw):
+        if not hmac.compare_digest(interaction["digest"], raw_interaction_digest(interaction)):
+            request = interaction.get("request") or {}
+            yield (
+                f"interaction #{index} ({request.get('method')} {request.get('path')}, "
+                f"key {interaction['key']}, occurrence {interaction.get('occurrence')}): "
+                "digest mismatch"
+            )
+    if signing_key and cassette.signature is not None:
+        expected = signature_for(cassette, signing_key)
+        if not hmac.compare_digest(cassette.signature, expected):
             yield "signature mismatch: the file was changed or signed with another key"
 
 
@@ -328,7 +470,8 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.close(directory)
 
 
-def _body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:
+def body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:
+    """A stored body as bytes: JSON as compact JSON (what httpx's `json=` sends), else as is."""
     if body is not None:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if text is not None:

@@ -15,7 +15,7 @@ from harness.cassettes.cassette import (
     Cassette,
     Interaction,
     find_tampering,
-    parse_document,
+    parse_cassette,
     signing_key_from_environment,
 )
 from harness.cassettes.diff import structural_diff
@@ -51,12 +51,12 @@ def verify(paths: Sequence[Path], signing_key: str | None = None) -> list[Verify
     problems: list[VerifyProblem] = []
     for path in cassette_files(paths):
         try:
-            document = parse_document(path, path.read_bytes())
+            cassette = parse_cassette(path, path.read_bytes())
         except (CassetteFormatError, OSError) as error:
             problems.append(VerifyProblem(path, str(error)))
             continue
-        problems.extend(VerifyProblem(path, problem) for problem in find_tampering(document, key))
-        if key and document.signature is None:
+        problems.extend(VerifyProblem(path, problem) for problem in find_tampering(cassette, key))
+        if key and cassette.signature is None:
             problems.append(VerifyProblem(path, "unsigned: HARNESS_CASSETTE_KEY is set"))
     return problems
 
@@ -112,7 +112,7 @@ def stats(path: Path) -> CassetteStats:
         repeated_keys=sum(1 for group in cassette.by_key.values() if len(group) > 1),
         streamed=sum(1 for item in items if item.response.events is not None),
         size_bytes=os.path.getsize(path),
-        provider=cassette.document.metadata.provider,
+        provider=cassette.metadata.provider,
         by_endpoint=dict(Counter(f"{i.request.method} {i.request.path}" for i in items)),
         by_status=dict(Counter(i.response.status for i in items)),
     )

@@ -76,14 +76,12 @@ def save_recording(
         same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
         base = existing.interactions if existing is not None and (same_run or not replace) else []
         merged = renumber([*base, *recorded])
-        if existing is None or [i.digest for i in merged] != [
-            i.digest for i in existing.interactions
-        ]:
-            previous_provider = existing.document.metadata.provider if existing else None
+        if existing is None or [i.digest for i in merged] != [i["digest"] for i in existing.raw]:
+            previous_provider = existing.metadata.provider if existing else None
             document = CassetteDocument(
                 metadata=new_metadata(provider or previous_provider), interactions=merged
             )
-            write_atomically(path, Cassette(path, document).dumps())
+            write_atomically(path, Cassette.from_document(path, document).dumps())
         if replace:
             marker.write_text(run_id, encoding="utf-8")
         else:

@@ -12,6 +12,7 @@ hits, record and append misses), `all` (re-record: the file is rewritten from th
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -20,15 +21,17 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 from harness.cassettes.cassette import (
     Cassette,
     Interaction,
+    body_bytes,
 )
 from harness.cassettes.diff import explain_miss
-from harness.cassettes.key import detect_provider
+from harness.cassettes.key import detect_provider, keyed_headers
 from harness.cassettes.record import Recorder
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import current_run_id, save_recording
@@ -104,45 +107,50 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
             self.mode is RecordMode.ONCE and not exists
         )
-        self._queues: dict[str, deque[Interaction]] = {
-            key: deque(items) for key, items in self.cassette.by_key.items()
+        self._queues: dict[str, deque[int]] = {
+            key: deque(indexes) for key, indexes in self.cassette.by_key.items()
         }
-        self._last_played: dict[str, Interaction] = {}
+        self._fast_keys = _fast_index(self.cassette)
+        self._last_played: dict[str, int] = {}
+        self._played: set[int] = set()
         self._recorded: list[Interaction] = []
         self._recorded_counts: dict[str, int] = {}
-        self._chunks: dict[int, list[bytes]] = {}
+        self._parts: dict[int, tuple[int, dict[str, str], list[bytes]]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
     # -- replay ---------------------------------------------------------------------------------
 
     def key_for(self, request: httpx.Request) -> str:
-        """The canonical key of an httpx request (its body must have been read)."""
-        return self.recorder.key_for(request)
+        """The canonical key of an httpx request (its body must have been read).
 
-    def _take(self, key: str) -> Interaction | None:
+        A request whose method, path, query, keyed headers and body bytes are identical to a
+        recorded one takes that interaction's key from an index built at load (a hash of the
+        body and one lookup); any other request is canonicalised in full.
+        """
+        key = self._fast_keys.get(_fast_signature(request))
+        return key if key is not None else self.recorder.key_for(request)
+
+    def _take(self, key: str) -> int | None:
         with self._lock:
             queue = self._queues.get(key)
             if queue:
-                interaction = queue.popleft()
-                self._last_played[key] = interaction
-                return interaction
+                index = queue.popleft()
+                self._last_played[key] = index
+                self._played.add(index)
+                return index
             if self.allow_repeats:
-                return self._last_played.get(key) or next(
-                    iter(self.cassette.by_key.get(key, ())), None
-                )
+                recorded = self.cassette.by_key.get(key)
+                return self._last_played.get(key, recorded[0] if recorded else None)
             return None
 
-    def _replay(self, interaction: Interaction) -> httpx.Response:
-        chunks = self._chunks.get(id(interaction))
-        if chunks is None:
-            chunks = interaction.response.chunks()
-            self._chunks[id(interaction)] = chunks
-        return httpx.Response(
-            interaction.response.status,
-            headers=interaction.response.headers,
-            stream=ReplayStream(chunks),
-        )
+    def _replay(self, index: int) -> httpx.Response:
+        parts = self._parts.get(index)
+        if parts is None:
+            parts = self.cassette.replay_parts(index)
+            self._parts[index] = parts
+        status, headers, chunks = parts
+        return httpx.Response(status, headers=headers, stream=ReplayStream(chunks))
 
     def _miss(self, request: httpx.Request, key: str) -> Exception:
         return explain_miss(
@@ -158,9 +166,9 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         request.read()
         key = self.key_for(request)
-        interaction = self._take(key)
-        if interaction is not None:
-            return self._replay(interaction)
+        index = self._take(key)
+        if index is not None:
+            return self._replay(index)
         if not self.recording:
             raise self._miss(request, key)
         if self.inner is None:
@@ -173,9 +181,9 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         key = self.key_for(request)
-        interaction = self._take(key)
-        if interaction is not None:
-            return self._replay(interaction)
+        index = self._take(key)
+        if index is not None:
+            return self._replay(index)
         if not self.recording:
             raise self._miss(request, key)
         if self.inner is None:
@@ -222,9 +230,10 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     @property
     def unplayed(self) -> list[Interaction]:
-        """Recorded interactions this transport has not replayed (yet)."""
+        """Recorded interactions this transport has not replayed (yet), in file order."""
         with self._lock:
-            return [interaction for queue in self._queues.values() for interaction in queue]
+            indexes = sorted(index for queue in self._queues.values() for index in queue)
+        return [self.cassette.interaction(index) for index in indexes]
 
     @property
     def recorded(self) -> list[Interaction]:
@@ -266,13 +275,15 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._check_unplayed()
 
     def _check_unplayed(self) -> None:
-        unplayed = self.unplayed
-        if not unplayed:
+        with self._lock:
+            indexes = sorted(index for queue in self._queues.values() for index in queue)
+        if not indexes:
             return
+        unplayed = [(index, self.cassette.interaction(index)) for index in indexes]
         lines = [
-            f"  #{self.cassette.interactions.index(item)} {item.request.method} "
-            f"{item.request.path} (key {item.key}, occurrence {item.occurrence})"
-            for item in unplayed
+            f"  #{index} {item.request.method} {item.request.path} "
+            f"(key {item.key}, occurrence {item.occurrence})"
+            for index, item in unplayed
         ]
         message = (
             f"cassette {self.path}: {len(unplayed)} recorded interaction(s) were never "
@@ -366,3 +377,44 @@ class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             self._finish()
         if isinstance(self._stream, httpx.AsyncByteStream):
             await self._stream.aclose()
+
+
+_FastSignature = tuple[str, str, str, tuple[tuple[str, str], ...], bytes]
+
+
+def _fast_signature(request: httpx.Request) -> _FastSignature:
+    return (
+        request.method,
+        request.url.path,
+        request.url.query.decode("ascii", "replace"),
+        tuple(sorted(keyed_headers(request.headers.multi_items()).items())),
+        hashlib.sha256(request.content).digest(),
+    )
+
+
+def _fast_index(cassette: Cassette) -> dict[_FastSignature, str]:
+    """Exact request bytes -> key, for every recorded request whose bytes can be rebuilt.
+
+    Bodies are rebuilt as compact JSON, the bytes httpx's `json=` and the harness gateway send.
+    A request that differs in any byte (another JSON spelling, a scrubbed secret) is simply not
+    found here and takes the full canonical key; identical bytes can only have the same key.
+    """
+    index: dict[_FastSignature, str] = {}
+    for interaction in cassette.raw:
+        request: Any = interaction.get("request")
+        try:
+            signature: _FastSignature = (
+                request["method"],
+                request["path"],
+                request.get("query", ""),
+                tuple(sorted(keyed_headers(request.get("headers", {})).items())),
+                hashlib.sha256(
+                    body_bytes(
+                        request.get("body"), request.get("body_text"), request.get("body_base64")
+                    )
+                ).digest(),
+            )
+        except (KeyError, TypeError, AttributeError, ValueError):
+            continue  # an invalid stored request is reported when something reads it
+        index.setdefault(signature, interaction["key"])
+    return index

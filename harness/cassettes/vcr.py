@@ -658,7 +658,7 @@ def _write_cassette(path: Path, interactions: list[Interaction]) -> bool:
         document = CassetteDocument(
             metadata=metadata or new_metadata(provider), interactions=interactions
         )
-        data = Cassette(path, document).dumps()
+        data = Cassette.from_document(path, document).dumps()
         if data == existing:
             return False
         write_atomically(path, data)

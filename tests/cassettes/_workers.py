@@ -46,7 +46,7 @@ def big_document(version: str, size: int) -> bytes:
         for index in range(size)
     ]
     document = CassetteDocument(metadata=new_metadata("openai"), interactions=interactions)
-    return Cassette(Path("unused"), document).dumps()
+    return Cassette.from_document(Path("unused"), document).dumps()
 
 
 def save_forever(path: str) -> None:

@@ -94,7 +94,19 @@ def test_an_unknown_format_version_names_the_supported_ones(
 def test_a_structurally_invalid_cassette_names_the_field(cassette_path: Path) -> None:
     record(cassette_path, [chat("a")])
     edit(cassette_path, lambda data: data["interactions"][0].update(occurrence=0))
-    with pytest.raises(CassetteFormatError, match=r"interactions\.0\.occurrence"):
+    with pytest.raises(CassetteTamperedError, match="interaction #0"):
+        Cassette.load(cassette_path)
+    loaded = Cassette.load(cassette_path, allow_tampered=True)
+    with pytest.raises(CassetteFormatError, match=r"invalid interaction #0 at occurrence"):
+        loaded.interaction(0)
+    edit(cassette_path, lambda data: data["interactions"][0].pop("digest"))
+    with pytest.raises(CassetteFormatError, match=r"interactions\.0: expected an object"):
+        Cassette.load(cassette_path)
+    edit(cassette_path, lambda data: data.update(metadata={"provider": "openai"}))
+    with pytest.raises(CassetteFormatError, match=r"metadata\.harness_version"):
+        Cassette.load(cassette_path)
+    edit(cassette_path, lambda data: data.update(extra=1))
+    with pytest.raises(CassetteFormatError, match="unknown top-level key"):
         Cassette.load(cassette_path)
 
 
@@ -194,3 +206,18 @@ def test_cli_show_stats_and_diff(tmp_path: Path) -> None:
     invalid = runner.invoke(main, ["cassettes", "show", str(tmp_path / "bad.json")])
     assert invalid.exit_code == 2
     assert "expected a JSON object" in invalid.output
+
+
+def test_integers_beyond_64_bits_survive_exactly(cassette_path: Path) -> None:
+    huge = 123456789012345678901234567890
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"huge": huge, "negative": -(2**70)})
+
+    transport = CassetteTransport(cassette_path, mode="all", inner=httpx.MockTransport(handler))
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        client.post(CHAT, json=chat("a", seed=2**65))
+    loaded = Cassette.load(cassette_path)
+    assert loaded.interactions[0].response.body == {"huge": huge, "negative": -(2**70)}
+    with httpx.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
+        assert client.post(CHAT, json=chat("a", seed=2**65)).json()["huge"] == huge
