@@ -1,0 +1,469 @@
+"""The Anthropic Messages adapter (`POST /v1/messages`, `anthropic-version: 2023-06-01`).
+
+Rendering is exact and deterministic: keys always come in the same order, and a parameter the
+request leaves unset is left out, except `max_tokens`, which Messages requires (default
+`DEFAULT_MAX_TOKENS`, plus the thinking budget when thinking is on, so the budget never eats the
+answer). The system fragments become the top-level `system` string; message `metadata` is never
+sent. All consecutive user-role content (user text and tool results) goes into one `user`
+message, in order, which is how Messages expects tool results (first in the message, text
+after). `response_format` has no Messages equivalent and is not sent: ask for JSON in the prompt
+or force an output tool instead.
+
+`ReasoningEffort` becomes `thinking: {"type": "enabled", "budget_tokens": ...}` with the
+request's budget or `THINKING_BUDGETS[effort]`; unset reasoning and `ReasoningDisabled` send no
+`thinking`. Messages refuses a forced tool choice while thinking is on; `check_request` in
+`harness.llm.capabilities` catches that before any call.
+
+Parsing joins the text blocks in order and turns `tool_use` blocks into tool calls whose
+arguments are compact JSON text. Thinking blocks, and server-side tool blocks
+(`server_tool_use`, `*_tool_result`) that the provider already executed, are not part of the
+reply the harness acts on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from pydantic import JsonValue
+
+from harness.errors import (
+    AgentDecisionCallException,
+    IllegalArgumentException,
+    ToolChoiceUnsupported,
+)
+from harness.llm.adapters import (
+    ServerSentEventLike,
+    WireReader,
+    compact_json,
+    decode_error_body,
+    event_data,
+    provider_message,
+)
+from harness.llm.capabilities import Effort
+from harness.llm.models import (
+    AssistantMessage,
+    LlmRequest,
+    LlmResponse,
+    LlmToolCall,
+    NamedToolChoice,
+    ReasoningEffort,
+    ToolChoice,
+    ToolDefinition,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
+
+PROVIDER: Final = "anthropic"
+MESSAGES_PATH: Final = "/v1/messages"
+ANTHROPIC_VERSION: Final = "2023-06-01"
+DEFAULT_MAX_TOKENS: Final = 4096
+"""`max_tokens` when the request leaves it unset (Messages requires it)."""
+
+THINKING_BUDGETS: Final[Mapping[Effort, int]] = {
+    "minimal": 1024,
+    "low": 4096,
+    "medium": 8192,
+    "high": 16384,
+}
+"""`budget_tokens` per effort when `ReasoningEffort.budget_tokens` is unset.
+
+`minimal` is the smallest budget Messages accepts (1024). Even `high` plus the default answer
+room stays below the size at which the official SDKs refuse a non-streamed call.
+"""
+
+STOP_KINDS: Final[Mapping[str, AnyStopKind]] = {
+    "end_turn": EndTurn(),
+    "tool_use": ToolUse(),
+    "max_tokens": LimitReached(),
+    "stop_sequence": EndTurn(),
+    "refusal": OtherStop(reason="refusal"),
+    "pause_turn": OtherStop(reason="pause_turn"),
+    "model_context_window_exceeded": LimitReached(),
+}
+"""`stop_reason` to the neutral stop kind; any other word becomes `Other(reason=word)`."""
+
+_READER: Final = WireReader(PROVIDER, "Anthropic")
+_USAGE_FIELDS: Final = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+def stop_kind(stop_reason: str) -> AnyStopKind:
+    """The neutral stop kind of an Anthropic `stop_reason`."""
+    return STOP_KINDS.get(stop_reason) or OtherStop(reason=stop_reason)
+
+
+def thinking_budget(reasoning: ReasoningEffort) -> int:
+    """The `budget_tokens` sent for `reasoning`: its own budget, or the effort's default."""
+    return reasoning.budget_tokens or THINKING_BUDGETS[reasoning.effort]
+
+
+def request_path(request: LlmRequest) -> str:
+    """The path every Messages request goes to."""
+    return MESSAGES_PATH
+
+
+def request_headers() -> dict[str, str]:
+    """Headers besides content type and credentials: the API version Messages requires."""
+    return {"anthropic-version": ANTHROPIC_VERSION}
+
+
+def render_request(request: LlmRequest) -> dict[str, JsonValue]:
+    """The exact Messages body for `request`.
+
+    Raises `IllegalArgumentException` when an assistant tool call's arguments are not a JSON
+    object, since `tool_use.input` must be one (the message names the call, not its content).
+    """
+    thinking = request.reasoning if isinstance(request.reasoning, ReasoningEffort) else None
+    max_tokens = request.max_tokens
+    if max_tokens is None:
+        max_tokens = DEFAULT_MAX_TOKENS + (thinking_budget(thinking) if thinking else 0)
+    body: dict[str, JsonValue] = {"model": request.model, "max_tokens": max_tokens}
+    system = request.system_text()
+    if system:
+        body["system"] = system
+    body["messages"] = _render_messages(request)
+    if request.tools:
+        body["tools"] = [_render_tool(tool) for tool in request.tools]
+        body["tool_choice"] = _render_tool_choice(request.tool_choice)
+    if thinking is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget(thinking)}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    if request.stop_sequences:
+        body["stop_sequences"] = list(request.stop_sequences)
+    if request.stream:
+        body["stream"] = True
+    return body
+
+
+def _render_messages(request: LlmRequest) -> list[JsonValue]:
+    messages: list[JsonValue] = []
+    user_blocks: list[JsonValue] | None = None
+    for index, message in enumerate(request.messages):
+        if isinstance(message, AssistantMessage):
+            user_blocks = None
+            messages.append(
+                {"role": "assistant", "content": _render_assistant_blocks(message, index)}
+            )
+            continue
+        if user_blocks is None:
+            user_blocks = []
+            messages.append({"role": "user", "content": user_blocks})
+        if isinstance(message, UserMessage):
+            user_blocks.append({"type": "text", "text": message.content})
+        else:
+            user_blocks.append(_render_tool_result(message))
+    return messages
+
+
+def _render_assistant_blocks(message: AssistantMessage, index: int) -> list[JsonValue]:
+    blocks: list[JsonValue] = []
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    for position, call in enumerate(message.tool_calls):
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise IllegalArgumentException(
+                f"messages[{index}].tool_calls[{position}] (id={call.id!r}, name={call.name!r}) "
+                "has arguments that are not a JSON object; Anthropic's tool_use.input must be "
+                "an object"
+            )
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks
+
+
+def _render_tool_result(message: ToolResultMessage) -> JsonValue:
+    block: dict[str, JsonValue] = {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": message.content,
+    }
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _render_tool(tool: ToolDefinition) -> JsonValue:
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": copy.deepcopy(tool.parameters),
+    }
+
+
+def _render_tool_choice(choice: ToolChoice) -> JsonValue:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "tool", "name": choice.name}
+    return {"type": "any" if choice == "required" else choice}
+
+
+def parse_response(payload: JsonValue) -> LlmResponse:
+    """A plain JSON Messages reply as a neutral response.
+
+    Raises `AgentDecisionCallException` with the provider's error type when the body is an
+    error object, and with error type `invalid_response`, naming the field, when the body is
+    not a Messages reply.
+    """
+    body = _READER.object(payload, "body")
+    kind = body.get("type")
+    if kind == "error":
+        raise _in_band_error(body.get("error"))
+    if kind != "message":
+        raise _READER.incomplete("type", 'the reply type is not "message"')
+    text: list[str] = []
+    tool_calls: list[LlmToolCall] = []
+    for position, value in enumerate(_READER.array(body.get("content"), "content")):
+        path = f"content[{position}]"
+        block = _READER.object(value, path)
+        block_type = _READER.string(block.get("type"), f"{path}.type")
+        if block_type == "text":
+            text.append(_READER.string(block.get("text"), f"{path}.text"))
+        elif block_type == "tool_use":
+            tool_calls.append(
+                LlmToolCall(
+                    id=_READER.string(block.get("id"), f"{path}.id"),
+                    name=_READER.string(block.get("name"), f"{path}.name"),
+                    arguments=compact_json(_READER.object(block.get("input"), f"{path}.input")),
+                )
+            )
+    stop_reason = _READER.optional_string(body.get("stop_reason"), "stop_reason")
+    if stop_reason is None:
+        raise _READER.incomplete("stop_reason", "the reply has no stop_reason")
+    counts = _read_usage(body.get("usage"), "usage", {})
+    stop_sequence = _READER.optional_string(body.get("stop_sequence"), "stop_sequence")
+    return LlmResponse(
+        text="".join(text),
+        tool_calls=tuple(tool_calls),
+        stop=stop_kind(stop_reason),
+        provider_stop_reason=stop_reason,
+        usage=_usage(counts),
+        model=_READER.optional_string(body.get("model"), "model"),
+        metadata={"stop_sequence": stop_sequence} if stop_sequence is not None else {},
+        raw=payload,
+    )
+
+
+def _read_usage(value: JsonValue, path: str, counts: dict[str, int]) -> dict[str, int]:
+    """`counts` updated with every token count present in `value` (stream counts are totals)."""
+    usage = _READER.optional_object(value, path)
+    if usage is None:
+        return counts
+    for name in _USAGE_FIELDS:
+        if usage.get(name) is not None:
+            counts[name] = _READER.count(usage[name], f"{path}.{name}")
+    return counts
+
+
+def _usage(counts: Mapping[str, int]) -> Usage:
+    input_tokens = (
+        counts.get("input_tokens", 0)
+        + counts.get("cache_creation_input_tokens", 0)
+        + counts.get("cache_read_input_tokens", 0)
+    )
+    output_tokens = counts.get("output_tokens", 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+    )
+
+
+@dataclass
+class _Block:
+    kind: str
+    text: list[str] = field(default_factory=list)
+    tool_id: str = ""
+    tool_name: str = ""
+    start_input: JsonValue = None
+    partial_json: list[str] = field(default_factory=list)
+
+    def tool_call(self) -> LlmToolCall:
+        """The call with its arguments: compact JSON if the input is complete, else raw text."""
+        arguments = "".join(self.partial_json)
+        if not arguments.strip():
+            arguments = compact_json(self.start_input if self.start_input is not None else {})
+        else:
+            # Cut off (max_tokens) input stays raw: the caller decides what partial input means.
+            with contextlib.suppress(ValueError):
+                arguments = compact_json(json.loads(arguments))
+        return LlmToolCall(id=self.tool_id, name=self.tool_name, arguments=arguments)
+
+
+@dataclass
+class _StreamState:
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    model: str | None = None
+
+    def add_event(self, name: str | None, data: dict[str, JsonValue]) -> None:
+        kind = data.get("type", name)
+        if kind == "error":
+            raise _in_band_error(data.get("error"))
+        if kind == "message_start":
+            message = _READER.object(data.get("message"), "message_start.message")
+            self.model = _READER.optional_string(
+                message.get("model"), "message_start.message.model"
+            )
+            _read_usage(message.get("usage"), "message_start.message.usage", self.counts)
+        elif kind == "content_block_start":
+            self.start_block(data)
+        elif kind == "content_block_delta":
+            self.add_delta(data)
+        elif kind == "message_delta":
+            delta = _READER.object(data.get("delta"), "message_delta.delta")
+            stop_reason = _READER.optional_string(
+                delta.get("stop_reason"), "message_delta.delta.stop_reason"
+            )
+            if stop_reason is not None:
+                self.stop_reason = stop_reason
+            stop_sequence = _READER.optional_string(
+                delta.get("stop_sequence"), "message_delta.delta.stop_sequence"
+            )
+            if stop_sequence is not None:
+                self.stop_sequence = stop_sequence
+            _read_usage(data.get("usage"), "message_delta.usage", self.counts)
+        # ping, content_block_stop, message_stop and event types added later carry nothing here
+
+    def start_block(self, data: dict[str, JsonValue]) -> None:
+        index = self.index(data, "content_block_start.index")
+        path = "content_block_start.content_block"
+        start = _READER.object(data.get("content_block"), path)
+        block = _Block(kind=_READER.string(start.get("type"), f"{path}.type"))
+        if block.kind == "text":
+            block.text.append(_READER.optional_string(start.get("text"), f"{path}.text") or "")
+        elif block.kind == "tool_use":
+            block.tool_id = _READER.string(start.get("id"), f"{path}.id")
+            block.tool_name = _READER.string(start.get("name"), f"{path}.name")
+            block.start_input = start.get("input")
+        self.blocks[index] = block
+
+    def add_delta(self, data: dict[str, JsonValue]) -> None:
+        index = self.index(data, "content_block_delta.index")
+        block = self.blocks.get(index)
+        if block is None:
+            raise _READER.incomplete(
+                "content_block_delta.index", "a delta arrived for a block that never started"
+            )
+        delta = _READER.object(data.get("delta"), "content_block_delta.delta")
+        kind = delta.get("type")
+        if kind == "text_delta" and block.kind == "text":
+            block.text.append(_READER.string(delta.get("text"), "content_block_delta.delta.text"))
+        elif kind == "input_json_delta" and block.kind == "tool_use":
+            block.partial_json.append(
+                _READER.string(delta.get("partial_json"), "content_block_delta.delta.partial_json")
+            )
+        # thinking, signature and citation deltas, and server tool input, are not the reply
+
+    def index(self, data: dict[str, JsonValue], path: str) -> int:
+        index = data.get("index")
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise _READER.invalid(path, "an integer", index)
+        return index
+
+    def response(self, raw: list[JsonValue]) -> LlmResponse:
+        if self.stop_reason is None:
+            raise _READER.incomplete(
+                "message_delta.delta.stop_reason", "the stream ended before a stop_reason"
+            )
+        ordered = [self.blocks[index] for index in sorted(self.blocks)]
+        return LlmResponse(
+            text="".join("".join(block.text) for block in ordered if block.kind == "text"),
+            tool_calls=tuple(block.tool_call() for block in ordered if block.kind == "tool_use"),
+            stop=stop_kind(self.stop_reason),
+            provider_stop_reason=self.stop_reason,
+            usage=_usage(self.counts),
+            model=self.model,
+            metadata={"stop_sequence": self.stop_sequence}
+            if self.stop_sequence is not None
+            else {},
+            raw=raw,
+        )
+
+
+def parse_stream(events: Iterable[ServerSentEventLike]) -> LlmResponse:
+    """A streamed Messages reply (`message_start` ... `message_stop`) as one response.
+
+    Text deltas are joined per block and blocks in index order; a `tool_use` block's
+    `input_json_delta` fragments are joined and, when they form valid JSON, compacted, so a
+    streamed call reads like a plain one; a call cut off mid-input keeps the raw partial text.
+    Usage is `message_start`'s, overridden by the totals in `message_delta`. An `error` event
+    raises `AgentDecisionCallException` with the provider's error type; a stream that ends
+    without a `stop_reason` raises it with error type `invalid_response`. `raw` is the list of
+    decoded event data.
+    """
+    state = _StreamState()
+    raw: list[JsonValue] = []
+    for event in events:
+        data = event_data(event)
+        if data is None:
+            continue
+        decoded = _READER.decode(data, f"{event.event or 'message'}.data")
+        raw.append(decoded)
+        state.add_event(event.event, _READER.object(decoded, f"{event.event or 'message'}.data"))
+    return state.response(raw)
+
+
+def parse_error(status: int, payload: JsonValue | str) -> AgentDecisionCallException:
+    """The exception for a non-2xx answer: status, the provider's `error.type`, a safe message.
+
+    The message carries the provider's own short message only after scrubbing secret shapes.
+    The 400 refusing a forced tool choice while thinking is on ("Thinking may not be enabled
+    when tool_choice forces tool use.") is a `ToolChoiceUnsupported`.
+    """
+    body = decode_error_body(payload)
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return AgentDecisionCallException(
+            f"Anthropic answered HTTP {status} with a body that is not an Anthropic error object",
+            status=status,
+            provider=PROVIDER,
+        )
+    kind = error.get("type")
+    error_type = kind if isinstance(kind, str) and kind else None
+    message = provider_message(error.get("message"))
+    text = f"Anthropic answered HTTP {status} {error_type or 'without an error type'}" + (
+        f": {message}" if message else ""
+    )
+    exception_type = (
+        ToolChoiceUnsupported if _refuses_tool_choice(error) else AgentDecisionCallException
+    )
+    return exception_type(text, status=status, error_type=error_type, provider=PROVIDER)
+
+
+def _in_band_error(value: JsonValue) -> AgentDecisionCallException:
+    error = value if isinstance(value, dict) else {}
+    kind = error.get("type")
+    error_type = kind if isinstance(kind, str) and kind else None
+    message = provider_message(error.get("message"))
+    return AgentDecisionCallException(
+        f"Anthropic reply carried an error {error_type or 'without a type'}"
+        + (f": {message}" if message else ""),
+        error_type=error_type,
+        provider=PROVIDER,
+    )
+
+
+def _refuses_tool_choice(error: dict[str, JsonValue]) -> bool:
+    message = error.get("message")
+    if not isinstance(message, str):
+        return False
+    lowered = message.lower()
+    return "tool_choice" in lowered and ("thinking" in lowered or "forces tool use" in lowered)

@@ -1,0 +1,234 @@
+"""What each provider and model accepts, so an impossible request fails before any call.
+
+One table per provider maps model-name patterns to a frozen `Capabilities` record; the first
+pattern that matches the model name wins, and an unknown model gets the provider's defaults
+(OpenAI: tools, forced tool choice, no reasoning; Anthropic: thinks like the current Claude
+models). A model name is matched without a routing prefix (`openai/gpt-5` matches like `gpt-5`).
+
+The rules that matter for a harness that forces a final tool call:
+
+- Anthropic refuses a forced tool choice (`any` or a named tool) while extended thinking is
+  enabled: "Thinking may not be enabled when tool_choice forces tool use." (HTTP 400). The
+  adapter renders every `ReasoningEffort` as `thinking: {"type": "enabled"}`, so any effort
+  counts as thinking on. (Adaptive thinking on Opus 4.6 accepts `any`, but the adapter never
+  renders adaptive thinking.)
+- OpenAI `o1-mini` and `o1-preview` take no tools at all (HTTP 404 "tools is not supported in
+  this model"), no system message and no `reasoning_effort`.
+- OpenAI reasoning models (`o1`, `o3*`, `o4*`, `gpt-5*` except `gpt-5-chat*`) take
+  `reasoning_effort` and refuse sampling parameters (`temperature`, `top_p`); they and every
+  `gpt-5*` model take `max_completion_tokens` instead of `max_tokens`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from harness.errors import IllegalArgumentException, ToolChoiceUnsupported
+from harness.llm.models import LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
+
+Provider = Literal["openai", "anthropic"]
+PROVIDERS: Final[tuple[Provider, ...]] = ("openai", "anthropic")
+Effort = Literal["minimal", "low", "medium", "high"]
+ALL_EFFORTS: Final[tuple[Effort, ...]] = ("minimal", "low", "medium", "high")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What one model of one provider accepts.
+
+    `reasoning` says whether the model can reason (OpenAI reasoning model, Anthropic extended
+    thinking); `reasoning_efforts` the efforts it accepts. `forced_tool_choice_with_reasoning`
+    is False where forcing a tool is refused while reasoning is on. `sampling_with_reasoning` is
+    False where `temperature`/`top_p` are refused while reasoning is on (always on for an OpenAI
+    reasoning model). `note` says which table rule matched, and why it differs.
+    """
+
+    provider: Provider
+    model: str
+    note: str = ""
+    supports_tools: bool = True
+    supports_forced_tool_choice: bool = True
+    supports_system_prompt: bool = True
+    supports_response_format: bool = True
+    reasoning: bool = False
+    reasoning_efforts: tuple[Effort, ...] = ()
+    forced_tool_choice_with_reasoning: bool = True
+    sampling_with_reasoning: bool = True
+    max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+    def accepts_reasoning_effort(self, effort: Effort) -> bool:
+        """Whether a `ReasoningEffort(effort=...)` can be sent to this model."""
+        return self.reasoning and effort in self.reasoning_efforts
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    template: Capabilities
+
+
+def _openai_reasoning(note: str, efforts: tuple[Effort, ...]) -> Capabilities:
+    return Capabilities(
+        provider="openai",
+        model="",
+        note=note,
+        reasoning=True,
+        reasoning_efforts=efforts,
+        sampling_with_reasoning=False,
+        max_tokens_parameter="max_completion_tokens",
+    )
+
+
+def _anthropic(note: str, *, thinking: bool) -> Capabilities:
+    return Capabilities(
+        provider="anthropic",
+        model="",
+        note=note,
+        supports_response_format=False,
+        reasoning=thinking,
+        reasoning_efforts=ALL_EFFORTS if thinking else (),
+        forced_tool_choice_with_reasoning=not thinking,
+        sampling_with_reasoning=not thinking,
+    )
+
+
+_ANTHROPIC_THINKING: Final = _anthropic(
+    "extended thinking refuses forced tool use and sampling changes", thinking=True
+)
+_RULES: Final[dict[Provider, tuple[_Rule, ...]]] = {
+    "openai": (
+        _Rule(
+            pattern=re.compile(r"^o1-(mini|preview)"),
+            template=replace(
+                _openai_reasoning("o1 previews: no tools, no system message, no effort", ()),
+                supports_tools=False,
+                supports_forced_tool_choice=False,
+                supports_system_prompt=False,
+                supports_response_format=False,
+            ),
+        ),
+        _Rule(
+            pattern=re.compile(r"^gpt-5[.\d]*-chat"),
+            template=Capabilities(
+                provider="openai",
+                model="",
+                note="GPT-5 chat: no reasoning, but only max_completion_tokens",
+                max_tokens_parameter="max_completion_tokens",
+            ),
+        ),
+        _Rule(
+            pattern=re.compile(r"^gpt-5"),
+            template=_openai_reasoning("GPT-5 reasoning: also the minimal effort", ALL_EFFORTS),
+        ),
+        _Rule(
+            pattern=re.compile(r"^o[134](-|$)"),
+            template=_openai_reasoning(
+                "o-series reasoning: low, medium, high", ("low", "medium", "high")
+            ),
+        ),
+    ),
+    "anthropic": (
+        _Rule(
+            pattern=re.compile(r"^claude-(instant|2|3-(haiku|sonnet|opus)|3-5-)"),
+            template=_anthropic("before Claude 3.7 Sonnet: no extended thinking", thinking=False),
+        ),
+        _Rule(pattern=re.compile(r"^claude-"), template=_ANTHROPIC_THINKING),
+    ),
+}
+_DEFAULTS: Final[dict[Provider, Capabilities]] = {
+    "openai": Capabilities(provider="openai", model="", note="OpenAI defaults"),
+    "anthropic": replace(
+        _ANTHROPIC_THINKING, note="Anthropic defaults: thinks like current models"
+    ),
+}
+
+
+def capabilities_for(provider: Provider, model: str) -> Capabilities:
+    """The capabilities of `model` at `provider`, from the first matching table rule.
+
+    An unknown model gets the provider's defaults; an unknown Anthropic model is assumed to
+    think like the current ones (and so to refuse forced tool use while thinking).
+    """
+    if provider not in _RULES:
+        raise IllegalArgumentException(
+            f"expected one of {', '.join(PROVIDERS)} but got provider={provider!r} "
+            f"(type={type(provider).__name__})"
+        )
+    name = model.rsplit("/", 1)[-1].lower()
+    for rule in _RULES[provider]:
+        if rule.pattern.search(name):
+            return replace(rule.template, model=model)
+    return replace(_DEFAULTS[provider], model=model)
+
+
+def supports_tools(provider: Provider, model: str) -> bool:
+    """Whether the model accepts a `tools` list at all."""
+    return capabilities_for(provider, model).supports_tools
+
+
+def supports_forced_tool_choice(
+    provider: Provider, model: str, reasoning: Reasoning | None
+) -> bool:
+    """Whether `tool_choice` "required" or a named tool is accepted with this reasoning setting.
+
+    Reasoning counts as on only for `ReasoningEffort`; unset and `ReasoningDisabled` send no
+    reasoning parameter.
+    """
+    capabilities = capabilities_for(provider, model)
+    if not capabilities.supports_forced_tool_choice:
+        return False
+    thinking = isinstance(reasoning, ReasoningEffort)
+    return not thinking or capabilities.forced_tool_choice_with_reasoning
+
+
+def supports_reasoning(provider: Provider, model: str) -> bool:
+    """Whether the model reasons at all (OpenAI `reasoning_effort`, Anthropic `thinking`)."""
+    return capabilities_for(provider, model).reasoning
+
+
+def check_request(provider: Provider, request: LlmRequest) -> None:
+    """Refuse, before any call, a request whose tool choice the model cannot honour.
+
+    Raises `ToolChoiceUnsupported` (not retryable) when the model takes no tools but the request
+    has some, or when the request forces a tool ("required" or a named tool) that the model
+    cannot be forced to call with the request's reasoning setting. Raises
+    `IllegalArgumentException` when the tool choice forces a tool the request does not offer,
+    since the adapters would otherwise drop `tool_choice` together with the empty tool list.
+    Other parameters are left for the provider to judge.
+    """
+    capabilities = capabilities_for(provider, request.model)
+    forced = request.tool_choice == "required" or isinstance(request.tool_choice, NamedToolChoice)
+    if forced and not request.tools:
+        raise IllegalArgumentException(
+            f"tool_choice={_describe_choice(request)} forces a tool call but the request has no "
+            "tools; add the tool to `tools` or use tool_choice='auto'"
+        )
+    if isinstance(request.tool_choice, NamedToolChoice):
+        offered = request.tool_names()
+        if request.tool_choice.name not in offered:
+            raise IllegalArgumentException(
+                f"tool_choice names the tool {request.tool_choice.name!r} but the request offers "
+                f"only: {', '.join(offered)}"
+            )
+    if request.tools and not capabilities.supports_tools:
+        raise ToolChoiceUnsupported(
+            f"{provider} model {request.model!r} takes no tools; choose a model that supports "
+            "function calling",
+            error_type="tool_choice_unsupported",
+            provider=provider,
+        )
+    if forced and not supports_forced_tool_choice(provider, request.model, request.reasoning):
+        raise ToolChoiceUnsupported(
+            f"{provider} model {request.model!r} cannot be forced to call a tool "
+            f"(tool_choice={_describe_choice(request)}) while reasoning is enabled; send "
+            "reasoning=ReasoningDisabled() for the forced call or use tool_choice='auto'",
+            error_type="tool_choice_unsupported",
+            provider=provider,
+        )
+
+
+def _describe_choice(request: LlmRequest) -> str:
+    choice = request.tool_choice
+    return f"tool {choice.name!r}" if isinstance(choice, NamedToolChoice) else repr(choice)

@@ -1,0 +1,205 @@
+"""The LLM gateway: one call, `complete(request) -> response`, over an httpx client.
+
+The wire request is exactly what the provider adapter renders (no provider SDK in between), so
+cassettes hash what the harness decided. The transport is injectable: `CassetteTransport` in
+replay, the network only in a record mode. Base URLs and keys come only from the environment or
+the harness configuration (`GatewayConfig`), never from workflow input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol
+
+import httpx
+from httpx_sse import EventSource
+
+from harness.errors import AgentDecisionCallException, HarnessError
+from harness.llm.adapters import adapter_for
+from harness.llm.capabilities import check_request
+from harness.llm.models import LlmRequest, LlmResponse
+
+Provider = Literal["openai", "anthropic"]
+PROVIDERS: Final[tuple[Provider, ...]] = ("openai", "anthropic")
+DEFAULT_BASE_URLS: Final[Mapping[Provider, str]] = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+}
+API_KEY_VARIABLES: Final[Mapping[Provider, str]] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+BASE_URL_VARIABLES: Final[Mapping[Provider, str]] = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+}
+DEFAULT_TIMEOUT_SECONDS: Final = 120.0
+
+
+class GatewayConfigError(HarnessError, ValueError):
+    """The gateway configuration is incomplete (for example no API key when recording)."""
+
+    code = "gateway_config_invalid"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayConfig:
+    """Where and how to reach one provider. `api_key` never appears in repr or errors."""
+
+    provider: Provider
+    base_url: str
+    api_key: str | None = None
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+
+    def __repr__(self) -> str:
+        key = "set" if self.api_key else "unset"
+        return (
+            f"GatewayConfig(provider={self.provider!r}, base_url={self.base_url!r}, api_key={key})"
+        )
+
+    @classmethod
+    def from_environment(
+        cls, provider: str, environ: Mapping[str, str] | None = None
+    ) -> GatewayConfig:
+        """Read `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` and `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
+
+        A base URL variable may include the `/v1` suffix the official SDKs use; it is removed,
+        since the adapters' paths start with `/v1`.
+        """
+        checked = parse_provider(provider)
+        env = os.environ if environ is None else environ
+        base_url = env.get(BASE_URL_VARIABLES[checked]) or DEFAULT_BASE_URLS[checked]
+        return cls(
+            provider=checked,
+            base_url=base_url.rstrip("/").removesuffix("/v1"),
+            api_key=env.get(API_KEY_VARIABLES[checked]) or None,
+        )
+
+    def require_api_key(self) -> str:
+        """The key, or a `GatewayConfigError` naming the variable to set (before any request)."""
+        if not self.api_key:
+            variable = API_KEY_VARIABLES[self.provider]
+            raise GatewayConfigError(
+                f"no API key for {self.provider}: set {variable} in the environment to record "
+                "against the live provider"
+            )
+        return self.api_key
+
+
+def parse_provider(value: str) -> Provider:
+    """`value` as a provider name, or a `GatewayConfigError` listing the supported ones."""
+    for provider in PROVIDERS:
+        if value == provider:
+            return provider
+    raise GatewayConfigError(
+        f"expected one of {', '.join(PROVIDERS)} but got provider={value!r} "
+        f"(type={type(value).__name__})"
+    )
+
+
+class Completer(Protocol):
+    """Anything that answers a neutral request with a neutral response (the gateway, a fake)."""
+
+    def complete(self, request: LlmRequest) -> LlmResponse: ...
+
+
+class LlmGateway:
+    """One provider behind one httpx client; `complete` makes exactly one HTTP request."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.adapter = adapter_for(config.provider)
+        self._client = httpx.Client(
+            base_url=config.base_url,
+            transport=transport,
+            timeout=config.timeout_seconds,
+            headers=self._headers(),
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", **self.adapter.request_headers()}
+        if self.config.api_key:
+            if self.config.provider == "anthropic":
+                headers["x-api-key"] = self.config.api_key
+            else:
+                headers["authorization"] = f"Bearer {self.config.api_key}"
+        return headers
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Send `request` once and parse the answer.
+
+        Raises `ToolChoiceUnsupported` before sending when the model cannot be forced to call
+        the named tool, and `AgentDecisionCallException` (status and provider error type, never
+        a credential nor the request body) for non-2xx answers, timeouts and transport failures.
+        A cassette miss propagates unchanged.
+        """
+        check_request(self.config.provider, request)
+        body = json.dumps(
+            self.adapter.render_request(request), ensure_ascii=False, separators=(",", ":")
+        ).encode("utf-8")
+        path = self.adapter.request_path(request)
+        try:
+            if request.stream:
+                with self._client.stream("POST", path, content=body) as response:
+                    if not response.is_success:
+                        response.read()
+                        raise self._error(response)
+                    return self.adapter.parse_stream(EventSource(response).iter_sse())
+            response = self._client.post(path, content=body)
+        except httpx.TimeoutException:
+            raise AgentDecisionCallException(
+                f"{self.config.provider} call timed out after {self.config.timeout_seconds:g}s",
+                status=None,
+                error_type="timeout",
+                provider=self.config.provider,
+            ) from None
+        except httpx.TransportError as error:
+            raise AgentDecisionCallException(
+                f"{self.config.provider} call failed in transport: {type(error).__name__}",
+                status=None,
+                error_type="transport",
+                provider=self.config.provider,
+            ) from None
+        if not response.is_success:
+            raise self._error(response)
+        try:
+            payload = response.json()
+        except ValueError:
+            raise AgentDecisionCallException(
+                f"{self.config.provider} answered {response.status_code} with a body that is not "
+                "JSON",
+                status=response.status_code,
+                error_type="invalid_response",
+                provider=self.config.provider,
+            ) from None
+        response_model = self.adapter.parse_response(payload)
+        retrieval = payload.get("retrieval") if isinstance(payload, dict) else None
+        if retrieval is not None:
+            # The LLM compatibility gateway's extension: GrayMatter retrieval receipts.
+            metadata = {**response_model.metadata, "retrieval": retrieval}
+            response_model = response_model.model_copy(update={"metadata": metadata})
+        return response_model
+
+    def _error(self, response: httpx.Response) -> AgentDecisionCallException:
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = response.text
+        return self.adapter.parse_error(response.status_code, payload)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> LlmGateway:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,183 @@
+"""The neutral LLM request and response: what the harness decides, before any wire format.
+
+A request keeps the system prompt as ordered *named fragments* (`base`, `skills_catalog`,
+`skill_bodies`, `workspace`, ...) so an assertion can see exactly which fragments went out; the
+provider adapters join them into the provider's system prompt. Messages may carry metadata (for
+example `forcedCompletion` on the `[completion]` message); metadata is for assertions and
+persistence and is never rendered on the wire, since providers refuse unknown message fields.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, JsonValue, NonNegativeFloat, NonNegativeInt, PositiveInt
+
+from harness.protocol._base import WireModel
+from harness.protocol.outcome import AnyStopKind, LimitReached
+
+FRAGMENT_BASE = "base"
+FRAGMENT_SKILLS_CATALOG = "skills_catalog"
+FRAGMENT_SKILL_BODIES = "skill_bodies"
+FRAGMENT_WORKSPACE = "workspace"
+
+
+class SystemFragment(WireModel):
+    """One named part of the system prompt."""
+
+    name: str = Field(min_length=1)
+    text: str
+
+
+class LlmToolCall(WireModel):
+    """A tool call as the model produced it: `arguments` is the raw JSON text, possibly invalid.
+
+    Arguments stay text because a reply cut off by the token limit can end mid-JSON; deciding
+    what that means belongs to the caller, not to the parser.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> JsonValue:
+        """The arguments decoded as JSON; raises `ValueError` when they are not valid JSON."""
+        value: JsonValue = json.loads(self.arguments or "{}")
+        return value
+
+
+class UserMessage(WireModel):
+    kind: Literal["user"] = "user"
+    content: str
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class AssistantMessage(WireModel):
+    kind: Literal["assistant"] = "assistant"
+    text: str | None = None
+    tool_calls: tuple[LlmToolCall, ...] = ()
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ToolResultMessage(WireModel):
+    """The result of one tool call; `content` is what the model reads (JSON text or prose)."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="kind")]
+
+
+def _empty_object_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
+class ToolDefinition(WireModel):
+    """A tool the model may call; `parameters` is its JSON schema."""
+
+    name: str = Field(min_length=1, max_length=128)
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(default_factory=_empty_object_schema)
+
+
+class NamedToolChoice(WireModel):
+    """Force the model to call exactly this tool."""
+
+    kind: Literal["tool"] = "tool"
+    name: str = Field(min_length=1)
+
+
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+class ReasoningDisabled(WireModel):
+    """Reasoning explicitly off: adapters omit or disable the provider's reasoning parameters."""
+
+    kind: Literal["disabled"] = "disabled"
+
+
+class ReasoningEffort(WireModel):
+    """Reasoning on at an effort level (Anthropic: a thinking budget derived from it)."""
+
+    kind: Literal["effort"] = "effort"
+    effort: Literal["minimal", "low", "medium", "high"]
+    budget_tokens: PositiveInt | None = None
+
+
+Reasoning = Annotated[ReasoningDisabled | ReasoningEffort, Field(discriminator="kind")]
+
+
+class ResponseFormat(WireModel):
+    """Ask for JSON output matching `schema` (provider structured output)."""
+
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    name: str = "output"
+    schema_: dict[str, JsonValue] = Field(alias="schema")
+    strict: bool = True
+
+
+class LlmRequest(WireModel):
+    """Everything one model call sends, provider-neutral."""
+
+    model: str = Field(min_length=1)
+    system: tuple[SystemFragment, ...] = ()
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    max_tokens: PositiveInt | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    stop_sequences: tuple[str, ...] = ()
+    reasoning: Reasoning | None = None
+    response_format: ResponseFormat | None = None
+    stream: bool = False
+
+    def system_text(self) -> str:
+        """The system prompt as sent: non-empty fragments joined by a blank line."""
+        return "\n\n".join(fragment.text for fragment in self.system if fragment.text)
+
+    def fragment_names(self) -> tuple[str, ...]:
+        """The names of the fragments that went out, in order."""
+        return tuple(fragment.name for fragment in self.system if fragment.text)
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(tool.name for tool in self.tools)
+
+
+class Usage(WireModel):
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+    total_tokens: NonNegativeInt = 0
+
+
+class LlmResponse(WireModel):
+    """One model reply, provider-neutral, with the provider's raw payload kept for inspection.
+
+    `stop` is the neutral stop kind; `provider_stop_reason` the provider's own word for it.
+    `credits` is what the provider reported, if anything. `metadata` holds provider extras the
+    harness understands, such as `retrieval` receipts.
+    """
+
+    text: str = ""
+    tool_calls: tuple[LlmToolCall, ...] = ()
+    stop: AnyStopKind
+    provider_stop_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    credits: NonNegativeFloat | None = None
+    model: str | None = None
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    raw: JsonValue = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the reply was cut off by the token limit."""
+        return isinstance(self.stop, LimitReached)
