@@ -12,18 +12,16 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Final, Protocol
 
 import httpx
 from httpx_sse import EventSource
 
 from harness.errors import AgentDecisionCallException, HarnessError
 from harness.llm.adapters import adapter_for
-from harness.llm.capabilities import check_request
+from harness.llm.capabilities import PROVIDERS, Provider, check_request
 from harness.llm.models import LlmRequest, LlmResponse
 
-Provider = Literal["openai", "anthropic"]
-PROVIDERS: Final[tuple[Provider, ...]] = ("openai", "anthropic")
 DEFAULT_BASE_URLS: Final[Mapping[Provider, str]] = {
     "openai": "https://api.openai.com",
     "anthropic": "https://api.anthropic.com",
