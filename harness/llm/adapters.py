@@ -1,21 +1,25 @@
 """The adapter contract and the dispatch: `adapter_for("openai" | "anthropic")`.
 
-An adapter is a module with six functions (`ProviderAdapter`): render the exact wire JSON of a
+An adapter is a module with nine functions (`ProviderAdapter`): render the exact wire JSON of a
 neutral `LlmRequest`, name its path and non-secret headers, and parse a JSON reply, a stream of
-server-sent events, or an error answer into neutral values. `harness.llm.openai` (Chat
-Completions) and `harness.llm.anthropic` (Messages) are the two implementations; a gateway holds
-one of them and never branches on the provider.
+server-sent events, or an error answer into neutral values; and, the other way round, render a
+neutral `LlmResponse` as the provider's JSON reply or event stream and an error as the provider's
+error body, so a scripted reply goes through the same parser as a recorded one.
+`harness.llm.openai` (Chat Completions) and `harness.llm.anthropic` (Messages) are the two
+implementations; a gateway holds one of them and never branches on the provider.
 
 This module also holds what both adapters share: `WireReader`, which reads a provider payload
 field by field and fails with `AgentDecisionCallException(error_type="invalid_response")` naming
-the field and the JSON type it found, never the content; and `provider_message`, which lets a
-provider's short error message into an exception only after scrubbing secret shapes.
+the field and the JSON type it found, never the content; `provider_message`, which lets a
+provider's short error message into an exception only after scrubbing secret shapes; and the
+small deterministic pieces of reply rendering (`stop_word`, `stream_pieces`, `sse_block`,
+`check_error_status`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -25,12 +29,16 @@ from harness.cassettes.scrub import Scrubber
 from harness.errors import AgentDecisionCallException, IllegalArgumentException
 from harness.llm.capabilities import PROVIDERS, Provider
 from harness.llm.models import LlmRequest, LlmResponse
+from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
 
 INVALID_RESPONSE: Final = "invalid_response"
 """The `error_type` of a reply that is not in the provider's format."""
 
 PROVIDER_MESSAGE_LIMIT: Final = 300
 """How much of a provider's own error message an exception may carry."""
+
+STREAM_PIECES: Final = 3
+"""How many deltas a rendered stream cuts one text, or one tool call's arguments, into."""
 
 _SCRUBBER: Final = Scrubber()
 
@@ -63,6 +71,16 @@ class ProviderAdapter(Protocol):
     def parse_stream(self, events: Iterable[ServerSentEventLike]) -> LlmResponse: ...
 
     def parse_error(self, status: int, payload: JsonValue | str) -> AgentDecisionCallException: ...
+
+    def render_response(
+        self, response: LlmResponse, *, model: str, response_id: str
+    ) -> dict[str, JsonValue]: ...
+
+    def render_stream(
+        self, response: LlmResponse, *, model: str, response_id: str
+    ) -> list[str]: ...
+
+    def render_error(self, status: int, error_type: str, message: str) -> dict[str, JsonValue]: ...
 
 
 def adapter_for(provider: Provider) -> ProviderAdapter:
@@ -195,3 +213,76 @@ def decode_error_body(payload: JsonValue | str) -> JsonValue:
     except ValueError:
         return None
     return body
+
+
+def stop_word(
+    response: LlmResponse,
+    stop_kinds: Mapping[str, AnyStopKind],
+    *,
+    end_turn: str,
+    tool_use: str,
+    limit_reached: str,
+) -> str:
+    """The provider's stop word for a reply that is about to be rendered.
+
+    The reply's own `provider_stop_reason` wins when it is one of the provider's words
+    (`stop_kinds`) and means the reply's neutral stop, so a word with no neutral twin (Anthropic
+    `stop_sequence`) survives a round trip. Otherwise the neutral stop decides; an `Other`
+    reason is kept when it is one of the provider's words and becomes the end-turn word when it
+    is not, since a real reply never carries a word outside the provider's vocabulary. Refuses
+    `Cancelled` and `Error` with `IllegalArgumentException`: they end runs, no model reply
+    carries them.
+    """
+    stop = response.stop
+    word = response.provider_stop_reason
+    if word is not None and stop_kinds.get(word) == stop:
+        return word
+    if isinstance(stop, EndTurn):
+        return end_turn
+    if isinstance(stop, ToolUse):
+        return tool_use
+    if isinstance(stop, LimitReached):
+        return limit_reached
+    if isinstance(stop, OtherStop):
+        return stop.reason if stop.reason in stop_kinds else end_turn
+    # The kind only: an `Error` stop's message is transcript content, never an error message.
+    raise IllegalArgumentException(
+        "expected a model reply's stop (end_turn, tool_use, limit_reached or other) but got "
+        f"stop.kind={stop.kind!r} (type={type(stop).__name__})"
+    )
+
+
+def stream_pieces(text: str, pieces: int = STREAM_PIECES) -> list[str]:
+    """`text` cut into at most `pieces` consecutive non-empty parts that join back to it.
+
+    Returns no part for empty text. The cut depends on the length alone, so the same text
+    always streams as the same deltas.
+    """
+    size = max(1, -(-len(text) // pieces))
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def sse_block(data: str, *, event: str | None = None) -> str:
+    """One server-sent event block, closing blank line included: `event:` when named, `data:`.
+
+    `data` must be one line (compact JSON always is: JSON escapes line breaks inside strings).
+    """
+    return (f"event: {event}\n" if event is not None else "") + f"data: {data}\n\n"
+
+
+def check_error_status(status: int, error_type: str) -> None:
+    """Refuse an error body a provider would never send: a non-error status or no error type.
+
+    Raises `IllegalArgumentException`; the status is not part of either provider's error body,
+    so this is the only place it is checked.
+    """
+    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+        raise IllegalArgumentException(
+            f"expected an HTTP error status from 400 to 599 but got status={status!r} "
+            f"(type={type(status).__name__})"
+        )
+    if not isinstance(error_type, str) or not error_type:
+        raise IllegalArgumentException(
+            f"expected a non-empty error type but got error_type={error_type!r} "
+            f"(type={type(error_type).__name__})"
+        )

@@ -18,6 +18,16 @@ Parsing joins the text blocks in order and turns `tool_use` blocks into tool cal
 arguments are compact JSON text. Thinking blocks, and server-side tool blocks
 (`server_tool_use`, `*_tool_result`) that the provider already executed, are not part of the
 reply the harness acts on.
+
+Reply rendering (`render_response`, `render_stream`, `render_error`) is the reverse, for scripted
+replies that must go through the same parser as recorded ones: a neutral `LlmResponse` becomes a
+`message` object or the `message_start` ... `message_stop` event stream, shaped like the recorded
+replies in the corpus, deterministically (no clock, no randomness). A tool call's arguments must
+be a JSON object, since `tool_use.input` is one. Arguments cut off mid-JSON (a reply stopped by
+`max_tokens`) exist only in the stream, as `input_json_delta` fragments: a plain `message` has no
+way to carry partial input, so `render_response` refuses them instead of inventing an input the
+model never produced. `metadata["stop_sequence"]` becomes `stop_sequence` when the stop word is
+`stop_sequence`. The neutral `total_tokens` is not rendered: Messages reports no total.
 """
 
 from __future__ import annotations
@@ -39,10 +49,14 @@ from harness.errors import (
 from harness.llm.adapters import (
     ServerSentEventLike,
     WireReader,
+    check_error_status,
     compact_json,
     decode_error_body,
     event_data,
     provider_message,
+    sse_block,
+    stop_word,
+    stream_pieces,
 )
 from harness.llm.capabilities import Effort
 from harness.llm.models import (
@@ -467,3 +481,163 @@ def _refuses_tool_choice(error: dict[str, JsonValue]) -> bool:
         return False
     lowered = message.lower()
     return "tool_choice" in lowered and ("thinking" in lowered or "forces tool use" in lowered)
+
+
+def stop_reason_for(response: LlmResponse) -> str:
+    """The `stop_reason` a rendered reply carries (see `harness.llm.adapters.stop_word`).
+
+    `EndTurn` is "end_turn" (or "stop_sequence" when that is the reply's own word), `ToolUse`
+    "tool_use", `LimitReached` "max_tokens"; `Other(reason)` keeps the reason when it is one of
+    `STOP_KINDS` (such as "refusal" or "pause_turn") and is "end_turn" otherwise.
+    """
+    return stop_word(
+        response, STOP_KINDS, end_turn="end_turn", tool_use="tool_use", limit_reached="max_tokens"
+    )
+
+
+def render_response(response: LlmResponse, *, model: str, response_id: str) -> dict[str, JsonValue]:
+    """`response` as the `message` object Messages answers a non-streamed request with.
+
+    A `text` block when there is text, then one `tool_use` block per call with the parsed
+    arguments as `input`, so `parse_response` reads back the same calls with their arguments
+    as compact JSON. Raises `IllegalArgumentException` for arguments that are not a JSON object,
+    in particular for arguments cut off mid-JSON, which only `render_stream` can carry (the
+    message names the call, never its arguments); and for a `Cancelled` or `Error` stop, which
+    no model reply carries.
+    """
+    stop_reason = stop_reason_for(response)
+    content: list[JsonValue] = []
+    if response.text:
+        content.append({"type": "text", "text": response.text})
+    for position, call in enumerate(response.tool_calls):
+        arguments = _tool_input(call, position)
+        if arguments is None:
+            raise IllegalArgumentException(
+                f"tool_calls[{position}] (id={call.id!r}, name={call.name!r}) has arguments "
+                "that are not valid JSON (cut off by the token limit?); a plain Messages reply "
+                "cannot carry partial tool input: render the reply with render_stream, whose "
+                "input_json_delta fragments can"
+            )
+        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return {
+        "id": response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": _stop_sequence(response, stop_reason),
+        "usage": _render_usage(response.usage, output_tokens=response.usage.output_tokens),
+    }
+
+
+def render_stream(response: LlmResponse, *, model: str, response_id: str) -> list[str]:
+    """`response` as the server-sent events Messages streams it with, one block per string.
+
+    `message_start` (the input tokens, at most one output token so far), a `ping`, a text block
+    whose text comes in a few `text_delta`s, one `tool_use` block per call whose arguments come
+    as an empty `input_json_delta` and then a few raw fragments, `message_delta` with the stop
+    reason and the final usage, and `message_stop`. Each string is `event: NAME` and `data:`
+    and ends with the blank line that closes its block. Arguments cut off mid-JSON go out as
+    they are, as when `max_tokens` stops a call; arguments that are complete JSON but not an
+    object raise `IllegalArgumentException`, as do `Cancelled` and `Error` stops.
+    """
+    stop_reason = stop_reason_for(response)
+    for position, call in enumerate(response.tool_calls):
+        _tool_input(call, position)
+
+    def event(name: str, **fields: JsonValue) -> str:
+        return sse_block(compact_json({"type": name, **fields}), event=name)
+
+    message: dict[str, JsonValue] = {
+        "id": response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _render_usage(response.usage, output_tokens=min(response.usage.output_tokens, 1)),
+    }
+    events = [event("message_start", message=message), event("ping")]
+    blocks: list[tuple[dict[str, JsonValue], list[dict[str, JsonValue]]]] = []
+    if response.text:
+        blocks.append(
+            (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": piece} for piece in stream_pieces(response.text)],
+            )
+        )
+    for call in response.tool_calls:
+        pieces = ["", *stream_pieces(call.arguments)]
+        blocks.append(
+            (
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+                [{"type": "input_json_delta", "partial_json": piece} for piece in pieces],
+            )
+        )
+    for index, (start, deltas) in enumerate(blocks):
+        events.append(event("content_block_start", index=index, content_block=start))
+        events.extend(event("content_block_delta", index=index, delta=delta) for delta in deltas)
+        events.append(event("content_block_stop", index=index))
+    stop: dict[str, JsonValue] = {
+        "stop_reason": stop_reason,
+        "stop_sequence": _stop_sequence(response, stop_reason),
+    }
+    final_usage: dict[str, JsonValue] = {
+        **_render_input_usage(response.usage),
+        "output_tokens": response.usage.output_tokens,
+    }
+    events.append(event("message_delta", delta=stop, usage=final_usage))
+    events.append(event("message_stop"))
+    return events
+
+
+def render_error(status: int, error_type: str, message: str) -> dict[str, JsonValue]:
+    """The error body Messages answers a failed request with: `{"type": "error", "error": ...}`.
+
+    Raises `IllegalArgumentException` for a status outside 400-599 or an empty error type,
+    which `parse_error` could not read back.
+    """
+    check_error_status(status, error_type)
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def _tool_input(call: LlmToolCall, position: int) -> dict[str, JsonValue] | None:
+    """The call's arguments as `tool_use.input`, or None when they are not valid JSON.
+
+    Raises `IllegalArgumentException` when they are valid JSON but not an object.
+    """
+    try:
+        arguments = call.parsed_arguments()
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        raise IllegalArgumentException(
+            f"tool_calls[{position}] (id={call.id!r}, name={call.name!r}) has arguments that "
+            "are not a JSON object; Anthropic's tool_use.input must be an object"
+        )
+    return arguments
+
+
+def _stop_sequence(response: LlmResponse, stop_reason: str) -> JsonValue:
+    sequence = response.metadata.get("stop_sequence")
+    return sequence if stop_reason == "stop_sequence" and isinstance(sequence, str) else None
+
+
+def _render_usage(usage: Usage, *, output_tokens: int) -> dict[str, JsonValue]:
+    return {
+        **_render_input_usage(usage),
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def _render_input_usage(usage: Usage) -> dict[str, JsonValue]:
+    """Input counts: all of it as plain input, since the neutral usage keeps no cache split."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }

@@ -10,6 +10,15 @@ Parsing reads only `choices[0]`. Tool-call arguments stay the provider's raw tex
 not (a reply cut off by `length` can end mid-JSON). Reasoning text (`reasoning`,
 `reasoning_content` of compatible providers) is not part of `text`. OpenRouter's `usage.cost` is
 reported as `credits`; a `refusal` is kept in `metadata["refusal"]`.
+
+Reply rendering (`render_response`, `render_stream`, `render_error`) is the reverse, for scripted
+replies that must go through the same parser as recorded ones: a neutral `LlmResponse` becomes a
+`chat.completion` object or the `chat.completion.chunk` stream OpenAI sends with
+`stream_options.include_usage`, shaped like the recorded replies in the corpus. Rendering is
+deterministic (`created` is `RENDERED_CREATED`, no clock, no randomness), tool-call arguments go
+out as their exact raw text even when cut off mid-JSON, and `metadata["refusal"]` becomes the
+message's `refusal`. Not rendered: `credits` (OpenAI reports no cost) and the neutral
+`total_tokens`, since OpenAI's total is always prompt plus completion tokens.
 """
 
 from __future__ import annotations
@@ -26,9 +35,14 @@ from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
 from harness.llm.adapters import (
     ServerSentEventLike,
     WireReader,
+    check_error_status,
+    compact_json,
     decode_error_body,
     event_data,
     provider_message,
+    sse_block,
+    stop_word,
+    stream_pieces,
 )
 from harness.llm.capabilities import capabilities_for
 from harness.llm.models import (
@@ -57,6 +71,10 @@ STOP_KINDS: Final[Mapping[str, AnyStopKind]] = {
     "content_filter": OtherStop(reason="content_filter"),
 }
 """`finish_reason` to the neutral stop kind; any other word becomes `Other(reason=word)`."""
+
+RENDERED_CREATED: Final = 0
+"""`created` of a rendered reply: a scripted reply has no creation time, and a clock would make
+the same script render different bytes."""
 
 _READER: Final = WireReader(PROVIDER, "OpenAI")
 
@@ -411,3 +429,140 @@ def _refuses_tool_choice(error: dict[str, JsonValue]) -> bool:
     return isinstance(message, str) and any(
         pattern.search(message) for pattern in _TOOL_CHOICE_REFUSALS
     )
+
+
+def finish_reason_for(response: LlmResponse) -> str:
+    """The `finish_reason` a rendered reply carries (see `harness.llm.adapters.stop_word`).
+
+    `EndTurn` is "stop", `ToolUse` "tool_calls", `LimitReached` "length"; `Other(reason)` keeps
+    the reason when it is one of `STOP_KINDS` (such as "content_filter") and is "stop" otherwise.
+    """
+    return stop_word(
+        response, STOP_KINDS, end_turn="stop", tool_use="tool_calls", limit_reached="length"
+    )
+
+
+def render_response(response: LlmResponse, *, model: str, response_id: str) -> dict[str, JsonValue]:
+    """`response` as the `chat.completion` object OpenAI answers a non-streamed request with.
+
+    `content` is null when the reply is only tool calls; each call's `function.arguments` is
+    the call's raw text, exactly, valid JSON or not. Raises `IllegalArgumentException` for a
+    `Cancelled` or `Error` stop, which no model reply carries.
+    """
+    finish_reason = finish_reason_for(response)
+    message: dict[str, JsonValue] = {
+        "role": "assistant",
+        "content": response.text or (None if response.tool_calls else ""),
+    }
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in response.tool_calls
+        ]
+    message["refusal"] = _refusal(response) or None
+    message["annotations"] = []
+    return {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": RENDERED_CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": _render_usage(response.usage),
+        "service_tier": "default",
+        "system_fingerprint": None,
+    }
+
+
+def render_stream(response: LlmResponse, *, model: str, response_id: str) -> list[str]:
+    """`response` as the server-sent events OpenAI streams it with, one block per string.
+
+    As with `stream_options.include_usage`: an opening chunk with `delta.role` (which also
+    carries the first tool call when the reply has no text), the text in a few `content`
+    deltas, each tool call as a delta with its id, type, name and empty arguments followed by
+    its raw argument text in a few fragments, a chunk with only the `finish_reason`, a chunk
+    with `choices: []` and the usage, and `data: [DONE]`. Each string ends with the blank line
+    that closes its block. Raises like `render_response`.
+    """
+    finish_reason = finish_reason_for(response)
+    header: dict[str, JsonValue] = {
+        "id": response_id,
+        "object": "chat.completion.chunk",
+        "created": RENDERED_CREATED,
+        "model": model,
+        "service_tier": "default",
+        "system_fingerprint": None,
+    }
+
+    def chunk(delta: dict[str, JsonValue], finish_reason: str | None = None) -> str:
+        choice: dict[str, JsonValue] = {
+            "index": 0,
+            "delta": delta,
+            "logprobs": None,
+            "finish_reason": finish_reason,
+        }
+        return sse_block(compact_json({**header, "choices": [choice], "usage": None}))
+
+    deltas: list[dict[str, JsonValue]] = [
+        {"content": piece} for piece in stream_pieces(response.text)
+    ]
+    deltas.extend({"refusal": piece} for piece in stream_pieces(_refusal(response)))
+    for index, call in enumerate(response.tool_calls):
+        opening: JsonValue = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        deltas.append({"tool_calls": [opening]})
+        deltas.extend(
+            {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            for piece in stream_pieces(call.arguments)
+        )
+    if response.tool_calls and not response.text and not _refusal(response):
+        # A reply that starts with a tool call opens with it, as OpenAI streams one.
+        first: dict[str, JsonValue] = {"role": "assistant", "content": None, **deltas.pop(0)}
+    else:
+        first = {"role": "assistant", "content": ""}
+    first["refusal"] = None
+    usage = {**header, "choices": [], "usage": _render_usage(response.usage)}
+    return [
+        chunk(first),
+        *(chunk(delta) for delta in deltas),
+        chunk({}, finish_reason),
+        sse_block(compact_json(usage)),
+        sse_block(STREAM_DONE),
+    ]
+
+
+def render_error(status: int, error_type: str, message: str) -> dict[str, JsonValue]:
+    """The error body OpenAI answers a failed request with: `{"error": {message, type, ...}}`.
+
+    `param` and `code` are null. Raises `IllegalArgumentException` for a status outside
+    400-599 or an empty error type, which `parse_error` could not read back.
+    """
+    check_error_status(status, error_type)
+    return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+
+
+def _refusal(response: LlmResponse) -> str:
+    refusal = response.metadata.get("refusal")
+    return refusal if isinstance(refusal, str) else ""
+
+
+def _render_usage(usage: Usage) -> dict[str, JsonValue]:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }

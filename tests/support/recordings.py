@@ -10,12 +10,21 @@ says to re-record, never as a silent fixture drift.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
+from pydantic import JsonValue
+
+from harness.agent.definition import AgentDefinition, AgentTool
+from harness.agent.result import RunResult
 from harness.cassettes import CassetteTransport
-from harness.llm.gateway import GatewayConfig, LlmGateway
+from harness.llm.gateway import GatewayConfig, LlmGateway, parse_provider
+from harness.llm.script import ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.decision import AgentDecisionModule
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
+from harness.runtimes.run import run_agent
 from tests.support.fake_provider import ReceivedRequest, Reply, serve
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -100,6 +109,110 @@ def record_decision_seed(path: Path) -> dict[str, object]:
             transport.close()
 
 
-if __name__ == "__main__":
+# -- agent runs, one cassette per forced-completion trigger ---------------------------------------
+
+TRIGGER_AGENT_SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "confidence": {"type": "number"}},
+    "required": ["city", "confidence"],
+    "additionalProperties": False,
+}
+TRIGGER_OUTPUT: dict[str, JsonValue] = {"city": "Paris", "confidence": 0.9}
+
+
+def trigger_agent(provider: str) -> AgentDefinition:
+    return AgentDefinition(
+        name="capital-finder",
+        system_prompt="You find capitals. Use search, then finish with the structured answer.",
+        model="gpt-4o-mini" if provider == "openai" else "claude-sonnet-4-5",
+        tools=(AgentTool(name="search", description="Search the web", result={"hits": ["Paris"]}),),
+        output_schema=TRIGGER_AGENT_SCHEMA,
+        max_steps=3,
+        max_tokens=256,
+        stream=provider == "anthropic",
+    )
+
+
+def trigger_script(trigger: str) -> list[ScriptedReply]:
+    search = ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="search", arguments={"q": "capital of France"}),)
+    )
+    finish = ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="__finish__", arguments=TRIGGER_OUTPUT),)
+    )
+    if trigger == "terminal_text":
+        return [search, ScriptedReply(text="The capital of France is Paris."), finish]
+    if trigger == "max_tokens":
+        return [search, ScriptedReply(text="The capital of France is Pa", truncated=True), finish]
+    return [search, search, search, finish]
+
+
+def trigger_cassette(trigger: str, provider: str) -> Path:
+    return (
+        REPOSITORY / "cassettes" / "agent" / f"trigger-{trigger.replace('_', '-')}-{provider}.json"
+    )
+
+
+def provider_gateway(provider: str, base_url: str, transport: httpx.BaseTransport) -> LlmGateway:
+    config = GatewayConfig(
+        provider=parse_provider(provider), base_url=base_url, api_key="sk-test-recording-key"
+    )
+    return LlmGateway(config, transport=transport)
+
+
+@contextmanager
+def scripted_provider(provider: str, replies: list[ScriptedReply]) -> Iterator[str]:
+    """A loopback server answering with the scripted replies in `provider`'s wire format."""
+    script = ScriptTransport(parse_provider(provider), replies)
+
+    def answer(request: ReceivedRequest) -> Reply:
+        response = script.handle_request(
+            httpx.Request("POST", f"http://loopback{request.path}", content=request.body)
+        )
+        content_type = response.headers.get("content-type", "")
+        if "text/event-stream" in content_type:
+            events = [chunk.decode() for chunk in response.iter_raw()]
+            return Reply(
+                status=response.status_code, headers={"content-type": content_type}, events=events
+            )
+        return Reply(status=response.status_code, body=response.json())
+
+    with serve(answer) as server:
+        yield server.base_url
+
+
+def record_trigger(trigger: str, provider: str, path: Path) -> RunResult:
+    """Record one agent run that enters forced completion through `trigger`."""
+    with scripted_provider(provider, trigger_script(trigger)) as base_url:
+        transport = CassetteTransport(path, mode="all", run_id=uuid.uuid4().hex)
+        try:
+            gateway = provider_gateway(provider, base_url, transport)
+            return run_agent(
+                trigger_agent(provider),
+                gateway,
+                user_message="What is the capital of France?",
+                run_id=f"trigger-{trigger}",
+                session_id="session-capital",
+            )
+        finally:
+            transport.close()
+
+
+TRIGGERS = ("terminal_text", "max_tokens", "max_steps")
+PROVIDERS = ("openai", "anthropic")
+
+
+def record_all() -> list[Path]:
     record_decision_seed(DECISION_SEED_CASSETTE)
-    print(f"recorded {DECISION_SEED_CASSETTE.relative_to(REPOSITORY)}")
+    written = [DECISION_SEED_CASSETTE]
+    for trigger in TRIGGERS:
+        for provider in PROVIDERS:
+            path = trigger_cassette(trigger, provider)
+            record_trigger(trigger, provider, path)
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written in record_all():
+        print(f"recorded {written.relative_to(REPOSITORY)}")

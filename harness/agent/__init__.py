@@ -1,0 +1,1 @@
+"""The outputSchema agent loop and its forced-completion phase."""

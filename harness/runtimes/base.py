@@ -1,0 +1,104 @@
+"""Driving a run: persist at each persistence point, crash where a fault says, resume.
+
+A `Runtime` runs an `AgentLoop` to its end. After every unit of work it saves the run state to
+its store, at the persistence points its profile persists at; a fault plan can kill the run right
+after a given point, and `resume` continues from what the store holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.agent.loop import AgentLoop
+from harness.agent.state import PersistencePoint, RunState
+from harness.errors import HarnessError
+from harness.stores.base import StateStore, StoredRun
+
+
+class SimulatedCrash(HarnessError):
+    """The runtime was killed at a persistence point by a fault plan (a test device)."""
+
+    code = "simulated_crash"
+
+    def __init__(self, point: PersistencePoint, occurrence: int) -> None:
+        super().__init__(f"simulated crash after {point} (occurrence {occurrence})")
+        self.point = point
+        self.occurrence = occurrence
+
+
+class RunNotFound(HarnessError, LookupError):
+    code = "run_not_found"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeProfile:
+    """What distinguishes one runtime: where it persists, which hooks it honours."""
+
+    name: str
+    persists_at: frozenset[PersistencePoint]
+    invokes_config_override: bool
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Kill the runtime right after the `occurrence`-th persistence at `point`."""
+
+    point: PersistencePoint
+    occurrence: int = 1
+
+
+@dataclass
+class Runtime:
+    """One runtime profile over one store."""
+
+    profile: RuntimeProfile
+    store: StateStore
+    faults: Sequence[Fault] = ()
+    _seen: dict[PersistencePoint, int] = field(default_factory=dict)
+    duration_seconds: float = 0.0
+
+    def start(
+        self, loop: AgentLoop, *, run_id: str, session_id: str, user_message: str
+    ) -> RunState:
+        """Start a run and drive it to its end (or to a simulated crash)."""
+        loop.invoke_config_override = self.profile.invokes_config_override
+        state = loop.start(run_id=run_id, session_id=session_id, user_message=user_message)
+        self._persist(state, "run_started")
+        return self._drive(loop, state)
+
+    def resume(self, loop: AgentLoop, run_id: str) -> RunState:
+        """Continue a run from the state its store holds."""
+        loop.invoke_config_override = self.profile.invokes_config_override
+        stored = self.store.load(run_id)
+        if stored is None:
+            raise RunNotFound(f"no run {run_id!r} in store {getattr(self.store, 'url', '?')}")
+        return self._drive(loop, RunState.model_validate_json(stored.state_json))
+
+    def _drive(self, loop: AgentLoop, state: RunState) -> RunState:
+        started = time.perf_counter()
+        try:
+            while not state.finished:
+                state, point = loop.advance(state)
+                self._persist(state, point)
+        finally:
+            self.duration_seconds += time.perf_counter() - started
+        return state
+
+    def _persist(self, state: RunState, point: PersistencePoint) -> None:
+        if point in self.profile.persists_at or point == "run_finished":
+            self.store.save(
+                StoredRun(
+                    run_id=state.run_id,
+                    status=state.status,
+                    state_json=state.model_dump_json(),
+                    forced_completion=state.forced_completion,
+                )
+            )
+        seen = self._seen.get(point, 0) + 1
+        self._seen[point] = seen
+        for fault in self.faults:
+            if fault.point == point and fault.occurrence == seen:
+                raise SimulatedCrash(point, seen)

@@ -1,0 +1,72 @@
+"""Run an agent on a runtime profile and store, resuming after every simulated crash."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+
+from harness.agent.definition import AgentDefinition
+from harness.agent.loop import AgentLoop, LlmConfigOverride, MemoryExtractor
+from harness.agent.result import RunResult
+from harness.agent.state import PersistencePoint
+from harness.agent.tools import ApprovalPolicy, approve_all
+from harness.llm.gateway import Completer
+from harness.runtimes.base import Fault, SimulatedCrash
+from harness.runtimes.profiles import runtime_for
+from harness.stores.base import StateStore
+from harness.stores.memory import MemoryStore
+
+MAX_RESUMES = 100
+
+
+def run_agent(
+    agent: AgentDefinition,
+    completer: Completer,
+    *,
+    user_message: str,
+    runtime: str = "js",
+    store: StateStore | None = None,
+    faults: Sequence[Fault] = (),
+    run_id: str | None = None,
+    session_id: str | None = None,
+    llm_config_override: LlmConfigOverride | None = None,
+    approve: ApprovalPolicy = approve_all,
+    extract_memories: MemoryExtractor | None = None,
+) -> RunResult:
+    """Run `agent` to its end. Each fault kills the runtime once; the run resumes from its store
+    in a new runtime, as a restarted worker would."""
+    store = store if store is not None else MemoryStore()
+    run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+    session_id = session_id or f"session-{run_id}"
+
+    def new_loop() -> AgentLoop:
+        return AgentLoop(
+            agent,
+            completer,
+            llm_config_override=llm_config_override,
+            approve=approve,
+            extract_memories=extract_memories,
+        )
+
+    engine = runtime_for(runtime, store, faults)
+    seen: dict[PersistencePoint, int] = {}
+    engine = replace(engine, _seen=seen)
+    duration = 0.0
+    try:
+        state = engine.start(
+            new_loop(), run_id=run_id, session_id=session_id, user_message=user_message
+        )
+    except SimulatedCrash:
+        duration += engine.duration_seconds
+        for _ in range(MAX_RESUMES):
+            engine = replace(runtime_for(runtime, store, faults), _seen=seen)
+            try:
+                state = engine.resume(new_loop(), run_id)
+                break
+            except SimulatedCrash:
+                duration += engine.duration_seconds
+        else:  # pragma: no cover - a fault plan always ends
+            raise
+    duration += engine.duration_seconds
+    return RunResult(agent=agent, state=state, duration_ms=int(duration * 1000))

@@ -1,0 +1,32 @@
+"""The store interface: what a runtime persists at each persistence point.
+
+A store holds, per run, the run state as JSON and, in a field of its own, the forced-completion
+state (`forced_completion`: a nullable JSON column in SQL stores, a `forcedCompletion` hash field
+in Redis). Stores know nothing of agents: they keep what they are given.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from harness.protocol._base import WireModel
+from harness.protocol.forced import ForcedCompletionState
+
+
+class StoredRun(WireModel):
+    """One run as a store keeps it."""
+
+    run_id: str
+    status: str
+    state_json: str
+    forced_completion: ForcedCompletionState | None = None
+
+
+class StateStore(Protocol):
+    """Load and save runs; `save` replaces the run atomically."""
+
+    def load(self, run_id: str) -> StoredRun | None: ...
+
+    def save(self, run: StoredRun) -> None: ...
+
+    def close(self) -> None: ...
