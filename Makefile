@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: run test lint typecheck unit thorough bench clean
+.PHONY: run test services lint typecheck unit thorough bench clean
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,16 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -n 2 --cov --cov-report=term
 
-test: lint typecheck unit
+# The store tests start real PostgreSQL and Redis servers from their binaries; install them
+# once (Debian packages) when they are missing.
+services:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; then \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
+		echo "installing redis-server and postgresql (Debian packages)"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server postgresql >/dev/null; \
+	fi
+
+test: services lint typecheck unit
 
 thorough: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n 2

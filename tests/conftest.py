@@ -7,7 +7,9 @@ environment variable HARNESS_HYPOTHESIS_PROFILE.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -17,3 +19,21 @@ settings.register_profile(
     "thorough", max_examples=2_000, deadline=None, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "fast"))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on loopback, for this test session (or worker)."""
+    from tests.support.servers import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real Redis server on loopback, for this test session (or worker)."""
+    from tests.support.servers import redis_server
+
+    with redis_server() as url:
+        yield url

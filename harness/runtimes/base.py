@@ -32,6 +32,27 @@ class RunNotFound(HarnessError, LookupError):
     code = "run_not_found"
 
 
+class ActivityNotRegistered(HarnessError):
+    """A Temporal worker lacks an activity the workflow calls (`persistForcedCompletion`)."""
+
+    code = "temporal_activity_not_registered"
+
+    def __init__(self, activity: str) -> None:
+        super().__init__(
+            f"activity not registered: {activity}. The worker registers activities explicitly "
+            f"and its createActivities() does not return {activity}; add "
+            f"`{activity}: activities.{activity}.bind(activities)`"
+        )
+        self.activity = activity
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeOptions:
+    """Per-runtime settings a scenario may change."""
+
+    temporal_register_persist_forced_completion: bool = True
+
+
 @dataclass(frozen=True, kw_only=True)
 class RuntimeProfile:
     """What distinguishes one runtime: where it persists, which hooks it honours."""
@@ -39,6 +60,7 @@ class RuntimeProfile:
     name: str
     persists_at: frozenset[PersistencePoint]
     invokes_config_override: bool
+    needs_forced_completion_activity: bool = False
     description: str = ""
 
 
@@ -57,6 +79,7 @@ class Runtime:
     profile: RuntimeProfile
     store: StateStore
     faults: Sequence[Fault] = ()
+    options: RuntimeOptions = field(default_factory=RuntimeOptions)
     _seen: dict[PersistencePoint, int] = field(default_factory=dict)
     duration_seconds: float = 0.0
 
@@ -88,6 +111,12 @@ class Runtime:
         return state
 
     def _persist(self, state: RunState, point: PersistencePoint) -> None:
+        if (
+            point == "forced_entered"
+            and self.profile.needs_forced_completion_activity
+            and not self.options.temporal_register_persist_forced_completion
+        ):
+            raise ActivityNotRegistered("persistForcedCompletion")
         if point in self.profile.persists_at or point == "run_finished":
             self.store.save(
                 StoredRun(

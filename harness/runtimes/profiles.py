@@ -1,4 +1,16 @@
-"""The runtime profiles. Issue-5 scope: the in-process `js` runtime."""
+"""The five runtime profiles of the forced-completion seed, and their documented differences.
+
+Every profile persists at every persistence point (the forced-completion state is persisted
+before each forced call on all of them) and validates `__finish__` output against the schema
+(DBOS too, since the fix the seed documents). They differ where the seed says they do:
+
+- `llm_config_override` is invoked (with the execution phase and the forced-completion state)
+  only on `js` and `cloudflare-do`, which delegates its step loop to the JS iterator;
+  `cloudflare-workflows`, `temporal` and `dbos` never invoke it;
+- `temporal` persists the forced-completion state through the `persistForcedCompletion`
+  activity: a worker that registers activities explicitly without it fails with "activity not
+  registered" the first time a run enters forced completion, and only then.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +19,7 @@ from typing import Final
 
 from harness.agent.state import PERSISTENCE_POINTS
 from harness.errors import HarnessError
-from harness.runtimes.base import Fault, Runtime, RuntimeProfile
+from harness.runtimes.base import Fault, Runtime, RuntimeOptions, RuntimeProfile
 from harness.stores.base import StateStore
 
 
@@ -15,21 +27,60 @@ class UnknownRuntime(HarnessError, ValueError):
     code = "runtime_unknown"
 
 
+_EVERY_POINT: Final = frozenset(PERSISTENCE_POINTS)
+
 JS: Final = RuntimeProfile(
     name="js",
-    persists_at=frozenset(PERSISTENCE_POINTS),
+    persists_at=_EVERY_POINT,
     invokes_config_override=True,
-    description="runtime-js: the in-process step loop; persists at every step boundary",
+    description="runtime-js: the in-process step loop; persists to its state store at every step",
+)
+CLOUDFLARE_DO: Final = RuntimeProfile(
+    name="cloudflare-do",
+    persists_at=_EVERY_POINT,
+    invokes_config_override=True,
+    description="Cloudflare Durable Object: delegates its step loop to the JS iterator; "
+    "persists to Durable Object storage",
+)
+CLOUDFLARE_WORKFLOWS: Final = RuntimeProfile(
+    name="cloudflare-workflows",
+    persists_at=_EVERY_POINT,
+    invokes_config_override=False,
+    description="Cloudflare Workflows: each unit is a durable step.do; llm_config_override is "
+    "not invoked",
+)
+TEMPORAL: Final = RuntimeProfile(
+    name="temporal",
+    persists_at=_EVERY_POINT,
+    invokes_config_override=False,
+    needs_forced_completion_activity=True,
+    description="Temporal: units are activities; the forced-completion state is persisted by "
+    "the persistForcedCompletion activity; llm_config_override is not invoked",
+)
+DBOS: Final = RuntimeProfile(
+    name="dbos",
+    persists_at=_EVERY_POINT,
+    invokes_config_override=False,
+    description="DBOS: units are checkpointed workflow steps; __finish__ output is validated "
+    "against the live output schema; llm_config_override is not invoked",
 )
 
-PROFILES: Final[Mapping[str, RuntimeProfile]] = {JS.name: JS}
+PROFILES: Final[Mapping[str, RuntimeProfile]] = {
+    profile.name: profile for profile in (JS, CLOUDFLARE_DO, CLOUDFLARE_WORKFLOWS, TEMPORAL, DBOS)
+}
 
 
-def runtime_for(name: str, store: StateStore, faults: Sequence[Fault] = ()) -> Runtime:
+def runtime_for(
+    name: str,
+    store: StateStore,
+    faults: Sequence[Fault] = (),
+    options: RuntimeOptions | None = None,
+) -> Runtime:
+    """The runtime of profile `name` over `store`; an unknown name lists the profiles."""
     profile = PROFILES.get(name)
     if profile is None:
         raise UnknownRuntime(
             f"expected one of {', '.join(PROFILES)} but got runtime={name!r} "
             f"(type={type(name).__name__})"
         )
-    return Runtime(profile=profile, store=store, faults=faults)
+    return Runtime(profile=profile, store=store, faults=faults, options=options or RuntimeOptions())

@@ -9,10 +9,10 @@ from dataclasses import replace
 from harness.agent.definition import AgentDefinition
 from harness.agent.loop import AgentLoop, LlmConfigOverride, MemoryExtractor
 from harness.agent.result import RunResult
-from harness.agent.state import PersistencePoint
+from harness.agent.state import PersistencePoint, RunState
 from harness.agent.tools import ApprovalPolicy, approve_all
 from harness.llm.gateway import Completer
-from harness.runtimes.base import Fault, SimulatedCrash
+from harness.runtimes.base import ActivityNotRegistered, Fault, RuntimeOptions, SimulatedCrash
 from harness.runtimes.profiles import runtime_for
 from harness.stores.base import StateStore
 from harness.stores.memory import MemoryStore
@@ -33,6 +33,7 @@ def run_agent(
     llm_config_override: LlmConfigOverride | None = None,
     approve: ApprovalPolicy = approve_all,
     extract_memories: MemoryExtractor | None = None,
+    options: RuntimeOptions | None = None,
 ) -> RunResult:
     """Run `agent` to its end. Each fault kills the runtime once; the run resumes from its store
     in a new runtime, as a restarted worker would."""
@@ -49,24 +50,42 @@ def run_agent(
             extract_memories=extract_memories,
         )
 
-    engine = runtime_for(runtime, store, faults)
     seen: dict[PersistencePoint, int] = {}
-    engine = replace(engine, _seen=seen)
+    engine = replace(runtime_for(runtime, store, faults, options), _seen=seen)
     duration = 0.0
     try:
-        state = engine.start(
-            new_loop(), run_id=run_id, session_id=session_id, user_message=user_message
-        )
-    except SimulatedCrash:
-        duration += engine.duration_seconds
-        for _ in range(MAX_RESUMES):
-            engine = replace(runtime_for(runtime, store, faults), _seen=seen)
-            try:
-                state = engine.resume(new_loop(), run_id)
-                break
-            except SimulatedCrash:
-                duration += engine.duration_seconds
-        else:  # pragma: no cover - a fault plan always ends
-            raise
+        try:
+            state = engine.start(
+                new_loop(), run_id=run_id, session_id=session_id, user_message=user_message
+            )
+        except SimulatedCrash:
+            duration += engine.duration_seconds
+            for _ in range(MAX_RESUMES):
+                engine = replace(runtime_for(runtime, store, faults, options), _seen=seen)
+                try:
+                    state = engine.resume(new_loop(), run_id)
+                    break
+                except SimulatedCrash:
+                    duration += engine.duration_seconds
+            else:  # pragma: no cover - a fault plan always ends
+                raise
+    except ActivityNotRegistered as error:
+        state = _failed_by_worker(store, run_id, error)
     duration += engine.duration_seconds
     return RunResult(agent=agent, state=state, duration_ms=int(duration * 1000))
+
+
+def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegistered) -> RunState:
+    """The workflow failed outside the loop: the last persisted state, marked failed."""
+    stored = store.load(run_id)
+    if stored is None:  # pragma: no cover - run_started is always persisted first
+        raise error
+    state = RunState.model_validate_json(stored.state_json)
+    return state.model_copy(
+        update={
+            "status": "failed",
+            "phase": "finished",
+            "error_code": error.code,
+            "error_message": str(error),
+        }
+    )

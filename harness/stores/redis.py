@@ -1,0 +1,66 @@
+"""The Redis store: one hash per run; `forcedCompletion` is a hash field (schemaless)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+
+import redis
+
+from harness.protocol.forced import ForcedCompletionState
+from harness.stores.base import StoredRun
+
+KEY_PREFIX: Final = "harness:run:"
+SCHEMA_KEY: Final = "harness:schema"
+SCHEMA_VERSION: Final = "1"
+FIELDS: Final = ("status", "stateJson", "forcedCompletion", "updatedAt")
+"""The hash fields a run may have; `forcedCompletion` is absent while null."""
+
+
+class RedisStore:
+    """Runs in Redis hashes; a save replaces the run's fields in one transaction."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._client = redis.Redis.from_url(url, decode_responses=True)
+        self._client.set(SCHEMA_KEY, SCHEMA_VERSION)
+
+    def schema_version(self) -> str | None:
+        value = self._client.get(SCHEMA_KEY)
+        return None if value is None else str(value)
+
+    def fields(self, run_id: str) -> list[str]:
+        return sorted(str(name) for name in self._client.hkeys(KEY_PREFIX + run_id))
+
+    def load(self, run_id: str) -> StoredRun | None:
+        data = self._client.hgetall(KEY_PREFIX + run_id)
+        if not data:
+            return None
+        raw_forced = data.get("forcedCompletion")
+        forced = (
+            None if raw_forced is None else ForcedCompletionState.model_validate_json(raw_forced)
+        )
+        return StoredRun(
+            run_id=run_id,
+            status=str(data["status"]),
+            state_json=str(data["stateJson"]),
+            forced_completion=forced,
+        )
+
+    def save(self, run: StoredRun) -> None:
+        key = KEY_PREFIX + run.run_id
+        mapping: dict[str | bytes, str | bytes] = {
+            "status": run.status,
+            "stateJson": run.state_json,
+            "updatedAt": datetime.now(UTC).isoformat(),
+        }
+        pipeline = self._client.pipeline(transaction=True)
+        if run.forced_completion is None:
+            pipeline.hdel(key, "forcedCompletion")
+        else:
+            mapping["forcedCompletion"] = run.forced_completion.model_dump_json()
+        pipeline.hset(key, mapping=mapping)  # type: ignore[arg-type]
+        pipeline.execute()
+
+    def close(self) -> None:
+        self._client.close()

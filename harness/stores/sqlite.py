@@ -1,0 +1,104 @@
+"""The SQLite store: the embedded default, one file, migrations applied on open."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.protocol.forced import ForcedCompletionState
+from harness.stores.base import StoredRun
+from harness.stores.migrations import LATEST_VERSION, MIGRATIONS_TABLE, RUNS_TABLE, pending
+
+
+class StoreError(HarnessError):
+    code = "store_error"
+
+
+class SQLiteStore:
+    """Runs in a SQLite file (WAL journal); `forced_completion` is a nullable JSON column."""
+
+    def __init__(self, path: str | Path, *, migrate_to: int = LATEST_VERSION) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA busy_timeout=10000")
+        self.migrate(migrate_to)
+
+    def migrate(self, target: int = LATEST_VERSION) -> list[int]:
+        """Apply pending migrations up to `target` in one transaction; return the versions."""
+        with self._lock:
+            connection = self._connection
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute(
+                    f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                applied = {
+                    row[0] for row in connection.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")
+                }
+                done = []
+                for migration in pending(applied, target):
+                    connection.execute(migration.sqlite)
+                    connection.execute(
+                        f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
+                        (migration.version, migration.name, _now()),
+                    )
+                    done.append(migration.version)
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        return done
+
+    def schema_version(self) -> int:
+        with self._lock:
+            row = self._connection.execute(
+                f"SELECT max(version) FROM {MIGRATIONS_TABLE}"
+            ).fetchone()
+        return int(row[0] or 0)
+
+    def columns(self) -> dict[str, tuple[str, bool]]:
+        """Column -> (declared type, nullable), as the database reports them."""
+        with self._lock:
+            rows = self._connection.execute(f"PRAGMA table_info({RUNS_TABLE})").fetchall()
+        return {row[1]: (str(row[2]).lower(), not row[3]) for row in rows}
+
+    def load(self, run_id: str) -> StoredRun | None:
+        with self._lock:
+            row = self._connection.execute(
+                f"SELECT run_id, status, state_json, forced_completion FROM {RUNS_TABLE} "
+                "WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        forced = None if row[3] is None else ForcedCompletionState.model_validate_json(row[3])
+        return StoredRun(run_id=row[0], status=row[1], state_json=row[2], forced_completion=forced)
+
+    def save(self, run: StoredRun) -> None:
+        forced = None if run.forced_completion is None else run.forced_completion.model_dump_json()
+        now = _now()
+        with self._lock:
+            self._connection.execute(
+                f"INSERT INTO {RUNS_TABLE} (run_id, status, state_json, forced_completion, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(run_id) DO UPDATE SET status = excluded.status, "
+                "state_json = excluded.state_json, forced_completion = excluded.forced_completion, "
+                "updated_at = excluded.updated_at",
+                (run.run_id, run.status, run.state_json, forced, now, now),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -1,0 +1,64 @@
+"""Choosing a store by URL: SQLite is the embedded default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from harness.errors import HarnessError
+from harness.stores.base import StateStore
+from harness.stores.memory import MemoryStore
+
+DEFAULT_SQLITE_PATH: Final = Path(".harness") / "runs.sqlite3"
+STORE_KINDS: Final = ("memory", "sqlite", "postgres", "redis")
+
+
+class StoreUrlError(HarnessError, ValueError):
+    code = "store_url_invalid"
+
+
+def default_store_url(folder: Path | None = None) -> str:
+    """`sqlite:///<folder>/.harness/runs.sqlite3`, the folder being the working folder."""
+    return f"sqlite:///{(folder or Path.cwd()) / DEFAULT_SQLITE_PATH}"
+
+
+def store_kind(url: str) -> str:
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    kinds = {
+        "memory": "memory",
+        "sqlite": "sqlite",
+        "postgres": "postgres",
+        "postgresql": "postgres",
+        "redis": "redis",
+        "rediss": "redis",
+    }
+    if scheme not in kinds:
+        raise StoreUrlError(
+            "expected a store URL such as memory://, sqlite:///path/runs.sqlite3, "
+            f"postgresql://user@host/db or redis://host:6379/0 but got scheme {scheme or '(none)'!r}"
+        )
+    return kinds[scheme]
+
+
+def open_store(url: str) -> StateStore:
+    """Open (and migrate) the store the URL names."""
+    kind = store_kind(url)
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        path = url.split("://", 1)[1]
+        path = path[1:] if path.startswith("/") and not path.startswith("//") else path
+        if not path:
+            raise StoreUrlError(
+                "a sqlite URL needs a file path: sqlite:///relative or sqlite:////absolute"
+            )
+        from harness.stores.sqlite import SQLiteStore
+
+        return SQLiteStore(path)
+    if kind == "postgres":
+        from harness.stores.postgres import PostgresStore
+
+        return PostgresStore(url.replace("postgres://", "postgresql://", 1))
+    from harness.stores.redis import RedisStore
+
+    return RedisStore(url)
