@@ -27,39 +27,170 @@ def main() -> None:
     """Pin down how LLM agents finish: scenarios, cassettes, reference modules."""
 
 
+RUNTIMES = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
+STORES = ("memory", "sqlite", "postgres", "redis")
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-def run(paths: tuple[Path, ...]) -> None:
-    """Run every scenario under PATHS (default: scenarios/)."""
-    from harness.scenarios import load_scenarios, run_scenario
+@click.option(
+    "--runtime",
+    "runtimes",
+    multiple=True,
+    type=click.Choice(RUNTIMES),
+    help="Only these runtime profiles.",
+)
+@click.option(
+    "--store", "stores", multiple=True, type=click.Choice(STORES), help="Only these stores."
+)
+@click.option("--store-url", help="URL of the PostgreSQL, Redis or SQLite store to use.")
+@click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option("-k", "keyword", default="", help="Select cells: words, and, or, not, ( ).")
+@click.option(
+    "--junit-xml", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write a JSON report.",
+)
+@click.option(
+    "--strict-cassettes", is_flag=True, help="Unplayed cassette interactions fail the cell."
+)
+def run(
+    paths: tuple[Path, ...],
+    runtimes: tuple[str, ...],
+    stores: tuple[str, ...],
+    store_url: str | None,
+    record_mode: str,
+    keyword: str,
+    junit_xml: Path | None,
+    json_path: Path | None,
+    strict_cassettes: bool,
+) -> None:
+    """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails."""
+    from rich.progress import Progress
+
+    from harness.cassettes import RecordMode
+    from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
+    from harness.scenarios.report import failure_lines, summary, write_json, write_junit
+    from harness.scenarios.select import compile_keyword
 
     console = Console()
+    options = RunOptions(
+        record_mode=RecordMode.parse(record_mode),
+        runtimes=runtimes,
+        stores=stores,
+        store_url=store_url,
+        strict_cassettes=strict_cassettes,
+    )
     try:
+        selected = compile_keyword(keyword)
         loaded = load_scenarios(list(paths) or [Path("scenarios")])
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_INVALID)
-    if not loaded:
-        click.echo("error: no scenario files found under the given paths", err=True)
+    cells = [
+        cell for cell in expand(loaded, options) if selected({cell.id, *cell.loaded.scenario.tags})
+    ]
+    if not cells:
+        click.echo("error: no scenario cell matches the given paths and filters", err=True)
         sys.exit(EXIT_INVALID)
+    results = []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("scenarios", total=len(cells))
+        for cell in cells:
+            results.append(run_cell(cell, options))
+            progress.advance(task)
     table = Table(title="harness run")
-    table.add_column("scenario")
-    table.add_column("result")
-    failed = 0
-    for item in loaded:
-        result = run_scenario(item.scenario)
-        where = f"{item.path}:{item.line}"
-        table.add_row(f"{result.name} ({where})", "pass" if result.passed else "[red]FAIL[/red]")
-        failed += not result.passed
-        for mismatch in result.mismatches:
-            console.print(
-                f"[red]FAIL[/red] {where} {result.name}: expect.{mismatch.key}: "
-                f"expected {mismatch.expected!r}, got {mismatch.actual!r}",
-                highlight=False,
-            )
+    for column in ("scenario", "runtime", "store", "result", "time"):
+        table.add_column(column)
+    for result in results:
+        verdict = (
+            "pass" if result.passed else ("[red]ERROR[/red]" if result.error else "[red]FAIL[/red]")
+        )
+        table.add_row(
+            result.cell.loaded.scenario.name,
+            result.cell.runtime,
+            result.cell.store,
+            verdict,
+            f"{result.duration * 1000:.0f} ms",
+        )
     console.print(table)
-    console.print(f"{len(loaded) - failed} passed, {failed} failed")
+    for result in results:
+        for line in failure_lines(result):
+            console.print(f"[red]FAIL[/red] {line}", highlight=False, markup=True, soft_wrap=True)
+    counts = summary(results)
+    console.print(f"{counts['passed']} passed, {counts['failed']} failed", highlight=False)
+    if junit_xml is not None:
+        write_junit(results, junit_xml)
+    if json_path is not None:
+        write_json(results, json_path)
+    sys.exit(EXIT_FAILED if counts["failed"] else EXIT_OK)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--provider", required=True, type=click.Choice(("openai", "anthropic")))
+@click.option("--model", help="Record with this model instead of the scenarios' own.")
+def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
+    """Re-record the cassettes of PATHS' scenarios against the live PROVIDER."""
+    from harness.scenarios import load_scenarios
+    from harness.scenarios.record import record as rerecord
+    from harness.scenarios.report import failure_lines
+
+    try:
+        loaded = load_scenarios(list(paths) or [Path("scenarios")])
+        changes = rerecord(loaded, provider, model=model)
+    except HarnessError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(EXIT_INVALID)
+    if not changes:
+        click.echo(f"no scenario under the given paths replays a {provider} cassette", err=True)
+        sys.exit(EXIT_INVALID)
+    failed = False
+    for change in changes:
+        state = "created" if change.created else "re-recorded"
+        click.echo(
+            f"{change.path}: {state}; {change.new} new, {change.changed} changed, "
+            f"{change.removed} removed ({', '.join(change.scenarios)})"
+        )
+        for result in change.failed:
+            failed = True
+            for line in failure_lines(result):
+                click.echo(f"  FAIL {line}")
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of scenario files."""
+    import json
+
+    from harness.scenarios.format import Scenario
+
+    click.echo(json.dumps(scenario_schema(Scenario), indent=2))
+
+
+def scenario_schema(model: type) -> dict[str, object]:
+    from pydantic import TypeAdapter
+
+    document: dict[str, object] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "harness scenario file",
+        "description": "One scenario, or a list of scenarios.",
+    }
+    single = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
+    definitions = single.pop("$defs", {})
+    definitions["Scenario"] = single
+    document["anyOf"] = [
+        {"$ref": "#/$defs/Scenario"},
+        {"type": "array", "items": {"$ref": "#/$defs/Scenario"}},
+    ]
+    document["$defs"] = definitions
+    return document
 
 
 @main.group()

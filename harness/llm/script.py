@@ -47,11 +47,13 @@ class ScriptedToolCall(WireModel):
 
 
 class ScriptedError(WireModel):
-    """A provider error answer: HTTP status, error type, message."""
+    """A provider error answer: HTTP status and either the raw error `body` or a type and message
+    rendered in the provider's documented error format."""
 
     status: int = Field(ge=400, le=599)
     type: str = "api_error"
     message: str = "scripted provider error"
+    body: JsonValue = None
 
 
 class ScriptedReply(WireModel):
@@ -133,9 +135,11 @@ class ScriptTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         body = json.loads(request.content or b"{}")
         model = str(body.get("model", "scripted-model"))
         if reply.error is not None:
-            error = self.adapter.render_error(
-                reply.error.status, reply.error.type, reply.error.message
-            )
+            error = reply.error.body
+            if error is None:
+                error = self.adapter.render_error(
+                    reply.error.status, reply.error.type, reply.error.message
+                )
             return httpx.Response(reply.error.status, json=error)
         response = reply.to_response(position)
         response_id = f"scripted-{position + 1}"

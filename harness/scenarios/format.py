@@ -1,44 +1,263 @@
-"""The scenario file format: one pydantic model per scenario kind, discriminated by `kind`."""
+"""The scenario file format: what an agent (or module) is, what the model answers, and what
+must be true at the end. One pydantic model per part; `Scenario.model_json_schema()` is the
+published JSON Schema (`harness schema`).
+
+A file holds one scenario or a list. Unknown keys are errors everywhere, so a misspelt key fails
+before anything runs.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveInt, model_validator
+
+from harness.llm.script import ScriptedReply
+
+RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
+StoreName = Literal["memory", "sqlite", "postgres", "redis"]
+ProviderName = Literal["openai", "anthropic"]
+CrashPoint = Literal[
+    "run_started",
+    "work_step_persisted",
+    "forced_entered",
+    "forced_attempt_persisted",
+    "forced_attempt_finished",
+    "run_finished",
+]
 
 
 class ScenarioModel(BaseModel):
-    """Scenario parts refuse unknown keys so a misspelt key fails before anything runs."""
+    """Every part refuses unknown keys and is immutable once loaded."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ModuleExpect(ScenarioModel):
-    """What must hold after a module ran: its status and either its outputs or its error."""
+# -- the agent --------------------------------------------------------------------------------------
 
-    status: Literal["completed", "failed"] = "completed"
-    outputs: dict[str, Any] | None = None
+
+def _object_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
+class ToolSpec(ScenarioModel):
+    name: str
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(default_factory=_object_schema)
+    result: JsonValue = None
+    error: str | None = None
+    requires_approval: bool = False
+
+
+class SkillSpec(ScenarioModel):
+    name: str
+    description: str = ""
+    body: str = ""
+
+
+class SkillsSpec(ScenarioModel):
+    catalog: list[SkillSpec] = Field(default_factory=list)
+    preloaded: list[SkillSpec] = Field(default_factory=list)
+
+
+class WorkspaceSpec(ScenarioModel):
+    fragment: str = "You have a workspace. Use its tools to read and change files."
+    tools: list[ToolSpec] = Field(default_factory=list)
+
+
+class MemorySpec(ScenarioModel):
+    memories: list[str] = Field(default_factory=list)
+
+
+class ConfigOverrideSpec(ScenarioModel):
+    """What the agent's `llm_config_override` callback returns in the forced phase."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: PositiveInt | None = None
+
+
+class AgentSpec(ScenarioModel):
+    system_prompt: str = "You are a helpful agent."
+    user_message: str = "Do the task."
+    output_schema: dict[str, JsonValue] | None = None
+    max_steps: PositiveInt = 10
+    max_completion_retries: int = Field(default=2, ge=0)
+    max_tokens: PositiveInt | None = None
+    temperature: float | None = None
+    reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
+    stream: bool = False
+    tools: list[ToolSpec] = Field(default_factory=list)
+    skills: SkillsSpec | None = None
+    workspace: WorkspaceSpec | None = None
+    memory: MemorySpec | None = None
+    llm_config_override: ConfigOverrideSpec | None = None
+    deny_approval: list[str] = Field(
+        default_factory=list, description="Approval-gated tools whose approval is denied."
+    )
+
+
+# -- modules ----------------------------------------------------------------------------------------
+
+
+def _everyone() -> list[str]:
+    return ["*"]
+
+
+class ModelSpec(ScenarioModel):
+    """An `LlmDetails` record and who may see it."""
+
+    id: str
+    name: str
+    provider: ProviderName = "openai"
+    model: str = "gpt-4o-mini"
+    visible_to: list[str] = Field(default_factory=_everyone)
+
+
+class SessionSpec(ScenarioModel):
+    principal: str = "alice"
+    groups: list[str] = Field(default_factory=list)
+    default_llm_details_id: str | None = None
+
+
+class ToolPolicySpec(ScenarioModel):
+    """The server-side tool-visibility policy: unavailable, or the tool names it keeps."""
+
+    available: bool = True
+    allow: list[str] | None = None
+
+
+# -- faults and runtime options ---------------------------------------------------------------------
+
+
+class FaultSpec(ScenarioModel):
+    crash_after: CrashPoint
+    occurrence: PositiveInt = 1
+
+
+class TemporalSpec(ScenarioModel):
+    register_persist_forced_completion: bool = True
+
+
+# -- expectations -----------------------------------------------------------------------------------
+
+
+class FragmentsExpect(ScenarioModel):
+    present: list[str] = Field(default_factory=list)
+    absent: list[str] = Field(default_factory=list)
+
+
+class RequestExpect(ScenarioModel):
+    """Assertions that hold for every request of one kind (work or forced)."""
+
+    tools: list[str] | None = None
+    tool_choice: str | None = Field(
+        default=None, description="auto, none, required, or the name of the forced tool"
+    )
+    reasoning: str | None = Field(default=None, description="unset, disabled, or an effort")
+    system_fragments: FragmentsExpect | list[str] | None = None
+    memory_injected: bool | None = None
+    completion_metadata: bool | dict[str, JsonValue] | None = None
+    model: str | None = None
+    temperature: float | None = None
+    contains_text: list[str] | None = None
+    absent_text: list[str] | None = None
+
+
+class ChunkExpect(ScenarioModel):
+    phase: Literal["started", "attempt_started", "attempt_failed", "succeeded", "exhausted"]
+    trigger: Literal["terminal_text", "max_tokens", "max_steps"] | None = None
+    attempt: PositiveInt | None = None
+    code: str | None = None
+
+
+class Expect(ScenarioModel):
+    """What must be true at the end. Every key is optional; each given key is checked."""
+
+    status: Literal["completed", "failed"] | None = None
     error_code: str | None = None
     error_type: str | None = None
-    error_message: str | None = None
+    error_message: str | None = Field(default=None, description="a substring of the message")
+    output: JsonValue = None
+    output_valid: bool | None = None
+    llm_calls: int | None = None
+    forced_calls: int | None = None
+    chunks: list[ChunkExpect] | None = Field(
+        default=None, description="an ordered subsequence of the forced_completion chunks"
+    )
+    forced_request: RequestExpect | None = None
+    work_request: RequestExpect | None = None
+    memory_extractions: int | None = None
+    llm_config_override_calls: int | list[str] | None = None
+    store: dict[str, JsonValue] | None = Field(
+        default=None, description="keys of the persisted forcedCompletion state, or null"
+    )
+    store_absent: bool | None = Field(default=None, description="no forced state was persisted")
+    outputs: dict[str, JsonValue] | None = None
+    outcome_record: dict[str, str] | None = None
+    envelope: dict[str, JsonValue] | None = None
+    downstream: dict[str, JsonValue] | None = Field(
+        default=None, description="what downstream jobs receive (see `workflow`)"
+    )
 
-    @model_validator(mode="after")
-    def _failure_fields_need_failed_status(self) -> ModuleExpect:
-        failure_fields = (self.error_code, self.error_type, self.error_message)
-        if self.status == "completed" and any(field is not None for field in failure_fields):
-            raise ValueError("error_code, error_type and error_message need status: failed")
-        return self
+    def given(self) -> dict[str, Any]:
+        """The keys the scenario set, with their values."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
 
 
-class CompletionScenario(ScenarioModel):
-    """Runs `AgentCompletionModule` on `input` (the workflow state)."""
+# -- the scenario -----------------------------------------------------------------------------------
+
+
+def _default_runtimes() -> list[RuntimeName]:
+    return ["js"]
+
+
+def _default_stores() -> list[StoreName]:
+    return ["sqlite"]
+
+
+class Scenario(ScenarioModel):
+    """One scenario; `kind` says what runs: an agent, the decision module, or the completion one."""
 
     name: str = Field(min_length=1)
     description: str = ""
-    kind: Literal["completion"]
-    input: dict[str, Any]
-    config: dict[str, Any] = Field(default_factory=dict)
-    expect: ModuleExpect
+    kind: Literal["agent", "decision", "completion"] = "agent"
+    tags: list[str] = Field(default_factory=list)
+    runtimes: list[RuntimeName] = Field(default_factory=_default_runtimes, min_length=1)
+    stores: list[StoreName] = Field(default_factory=_default_stores, min_length=1)
+    temporal: TemporalSpec | None = None
+    provider: ProviderName = "openai"
+    model: str | None = None
+    cassette: str | None = None
+    volatile: list[str] = Field(default_factory=list)
+    script: list[ScriptedReply] | None = None
+    agent: AgentSpec | None = None
+    input: dict[str, JsonValue] | None = None
+    config: dict[str, JsonValue] = Field(default_factory=dict)
+    models: list[ModelSpec] = Field(default_factory=list)
+    session: SessionSpec | None = None
+    tool_policy: ToolPolicySpec | None = None
+    workflow: dict[str, JsonValue] | None = None
+    faults: list[FaultSpec] = Field(default_factory=list)
+    expect: Expect = Field(default_factory=Expect)
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.cassette is not None and self.script is not None:
+            raise ValueError("give either cassette or script, not both")
+        if self.kind == "agent":
+            if self.agent is None:
+                raise ValueError("an agent scenario needs an 'agent' block")
+            if self.cassette is None and self.script is None:
+                raise ValueError("an agent scenario needs the model's replies: cassette or script")
+        if self.kind in ("decision", "completion") and self.input is None:
+            raise ValueError(f"a {self.kind} scenario needs an 'input' block (the workflow state)")
+        if self.kind == "decision" and self.cassette is None and self.script is None:
+            raise ValueError("a decision scenario needs the model's replies: cassette or script")
+        return self
 
-Scenario = Annotated[CompletionScenario, Field(discriminator="kind")]
+    def cells(self) -> list[tuple[str, str]]:
+        """The matrix: (runtime, store) pairs; modules run once."""
+        if self.kind != "agent":
+            return [("module", "none")]
+        return [(runtime, store) for runtime in self.runtimes for store in self.stores]

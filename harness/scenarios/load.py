@@ -26,11 +26,19 @@ class ScenarioFileError(HarnessError, ValueError):
 
 @dataclass(frozen=True)
 class LoadedScenario:
-    """A validated scenario and where it came from."""
+    """A validated scenario, where it came from, and the line of each `expect:` key."""
 
     scenario: Scenario
     path: Path
     line: int
+    expect_lines: dict[str, int]
+
+    def line_of(self, key: str) -> int:
+        return self.expect_lines.get(key.split(".")[0], self.line)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
 
 
 def discover(paths: Iterable[Path]) -> list[Path]:
@@ -71,14 +79,25 @@ def load_file(path: Path) -> list[LoadedScenario]:
             scenario = _ADAPTER.validate_python(item)
         except ValidationError as error:
             raise ScenarioFileError(_describe(path, node, error)) from None
-        loaded.append(LoadedScenario(scenario, path, node.start_mark.line + 1))
+        loaded.append(LoadedScenario(scenario, path, node.start_mark.line + 1, _expect_lines(node)))
     return loaded
+
+
+def _expect_lines(node: yaml.Node) -> dict[str, int]:
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    for key_node, value_node in node.value:
+        if key_node.value == "expect" and isinstance(value_node, yaml.MappingNode):
+            return {k.value: k.start_mark.line + 1 for k, _ in value_node.value}
+    return {}
 
 
 def _describe(path: Path, node: yaml.Node, error: ValidationError) -> str:
     lines: list[str] = []
     for detail in error.errors():
         location = [part for part in detail["loc"] if not _is_union_tag(part)]
+        if location and not isinstance(location[-1], int) and "[" in str(location[-1]):
+            location = location[:-1]
         target = _node_at(node, location, at_key=detail["type"] == "extra_forbidden")
         mark = target.start_mark
         key = ".".join(str(part) for part in location) or "(scenario)"
@@ -94,7 +113,11 @@ def _describe(path: Path, node: yaml.Node, error: ValidationError) -> str:
 
 
 def _is_union_tag(part: int | str) -> bool:
-    return part in ("completion",)
+    # pydantic names union members in error locations (`list[str]`, `FragmentsExpect`, ...)
+    return isinstance(part, str) and (part[:1].isupper() or "[" in part or part in _TAGS)
+
+
+_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict", "list"})
 
 
 def _node_at(node: yaml.Node, location: Sequence[int | str], *, at_key: bool) -> yaml.Node:
@@ -129,16 +152,31 @@ def _suggestion(node: yaml.Node, location: Sequence[int | str]) -> str:
 
 
 def _model_at(location: Sequence[int | str]) -> type[BaseModel] | None:
-    from harness.scenarios.format import CompletionScenario
+    from harness.scenarios.format import Scenario
 
-    model: type[BaseModel] = CompletionScenario
+    model: type[BaseModel] = Scenario
     for part in location:
+        if isinstance(part, int):
+            continue
         field = model.model_fields.get(str(part))
-        annotation = field.annotation if field else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        if field is None:
             return None
-        model = annotation
+        found = _model_in(field.annotation)
+        if found is None:
+            return None
+        model = found
     return model
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation such as `list[ToolSpec] | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in getattr(annotation, "__args__", ()):
+        found = _model_in(argument)
+        if found is not None:
+            return found
+    return None
 
 
 def _short(value: object) -> str:

@@ -1,74 +1,247 @@
-"""Run one scenario and compare what happened with its `expect:` block."""
+"""Running scenarios: expand the matrix, run each cell, compare with `expect:`."""
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
+from harness.llm.gateway import GatewayConfig, LlmGateway
+from harness.llm.script import ScriptTransport
 from harness.modules.completion import AgentCompletionModule
-from harness.scenarios.format import ModuleExpect, Scenario
+from harness.modules.decision import AgentDecisionModule
+from harness.modules.models_acl import LlmDetails
+from harness.runtimes.base import Fault, RuntimeOptions
+from harness.runtimes.run import run_agent
+from harness.scenarios import build
+from harness.scenarios.expect import Mismatch, check_agent, check_module
+from harness.scenarios.load import LoadedScenario
+from harness.stores.base import StateStore
+from harness.stores.urls import default_store_url, open_store
+
+STORE_URL_VARIABLES = {"postgres": "HARNESS_POSTGRES_URL", "redis": "HARNESS_REDIS_URL"}
+
+
+class ScenarioSetupError(HarnessError, ValueError):
+    """A cell cannot run as configured (for example a store with no URL)."""
+
+    code = "scenario_setup_invalid"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How to run: record mode, matrix filters, store URLs, strictness."""
+
+    record_mode: RecordMode = RecordMode.NONE
+    runtimes: Sequence[str] = ()
+    stores: Sequence[str] = ()
+    store_url: str | None = None
+    strict_cassettes: bool = False
+    workdir: Path = field(default_factory=Path.cwd)
+    model: str | None = None
 
 
 @dataclass(frozen=True)
-class Mismatch:
-    """One `expect:` key whose expected value differs from what the run produced."""
+class Cell:
+    """One scenario on one runtime and store."""
 
-    key: str
-    expected: Any
-    actual: Any
+    loaded: LoadedScenario
+    runtime: str
+    store: str
+
+    @property
+    def id(self) -> str:
+        name = self.loaded.scenario.name
+        return name if self.runtime == "module" else f"{name}[{self.runtime}-{self.store}]"
 
 
-@dataclass(frozen=True)
+@dataclass
 class CellResult:
-    """The outcome of one scenario run: passed when it has no mismatch."""
+    """What one cell did: mismatches, or an error that kept it from finishing."""
 
-    name: str
+    cell: Cell
     mismatches: list[Mismatch] = field(default_factory=list)
+    error: str | None = None
+    error_code: str | None = None
+    duration: float = 0.0
 
     @property
     def passed(self) -> bool:
-        return not self.mismatches
+        return not self.mismatches and self.error is None
 
 
-def run_scenario(scenario: Scenario) -> CellResult:
-    """Run `scenario` and check every key of its `expect:` block."""
-    module = AgentCompletionModule()
+def expand(loaded: Iterable[LoadedScenario], options: RunOptions) -> list[Cell]:
+    """Every (scenario x runtime x store) cell, filtered by the options."""
+    cells: list[Cell] = []
+    for item in loaded:
+        for runtime, store in item.scenario.cells():
+            if runtime != "module" and options.runtimes and runtime not in options.runtimes:
+                continue
+            if runtime != "module" and options.stores and store not in options.stores:
+                continue
+            cells.append(Cell(item, runtime, store))
+    return cells
+
+
+def run_cell(cell: Cell, options: RunOptions) -> CellResult:
+    """Run one cell; a harness error (a cassette miss included) is reported, never raised."""
+    started = time.perf_counter()
+    result = CellResult(cell)
     try:
-        outputs: dict[str, Any] = module.execute(scenario.input)
-    except HarnessError as error:
-        return CellResult(scenario.name, _check_failure(scenario.expect, error, module.outputs))
-    return CellResult(scenario.name, _check_success(scenario.expect, outputs))
+        kind = cell.loaded.scenario.kind
+        if kind == "agent":
+            result.mismatches = _run_agent(cell, options)
+        elif kind == "decision":
+            result.mismatches = _run_decision(cell, options)
+        else:
+            result.mismatches = _run_completion(cell)
+    except (HarnessError, AssertionError) as error:
+        result.error = f"{type(error).__name__}: {error}"
+        result.error_code = getattr(error, "code", None)
+    result.duration = time.perf_counter() - started
+    return result
 
 
-def _check_success(expect: ModuleExpect, outputs: dict[str, Any]) -> list[Mismatch]:
-    mismatches: list[Mismatch] = []
-    if expect.status != "completed":
-        mismatches.append(Mismatch("status", expect.status, "completed"))
-    if expect.outputs is not None and expect.outputs != outputs:
-        mismatches.append(Mismatch("outputs", expect.outputs, outputs))
-    return mismatches
+def _gateway(provider: str, transport: Any) -> LlmGateway:
+    return LlmGateway(GatewayConfig.from_environment(provider), transport=transport)
 
 
-def _check_failure(
-    expect: ModuleExpect, error: HarnessError, outputs: dict[str, Any]
-) -> list[Mismatch]:
-    actual = {
-        "status": "failed",
-        "error_code": error.code,
-        "error_type": type(error).__name__,
-        "error_message": str(error),
-    }
-    mismatches = [
-        Mismatch(key, expected, actual[key])
-        for key, expected in (
-            ("status", expect.status),
-            ("error_code", expect.error_code),
-            ("error_type", expect.error_type),
-            ("error_message", expect.error_message),
+def _mode_for(cell: Cell, options: RunOptions) -> RecordMode:
+    """Record through the first cell of a scenario only; the others replay what it recorded."""
+    if options.record_mode is RecordMode.NONE:
+        return RecordMode.NONE
+    first = cell.loaded.scenario.cells()[0]
+    return options.record_mode if (cell.runtime, cell.store) == first else RecordMode.NONE
+
+
+def _store(kind: str, options: RunOptions) -> StateStore:
+    if kind == "memory":
+        return open_store("memory://")
+    if kind == "sqlite":
+        url = (
+            options.store_url
+            if options.store_url and options.store_url.startswith("sqlite")
+            else None
         )
-        if expected is not None and expected != actual[key]
-    ]
-    if expect.outputs is not None and expect.outputs != outputs:
-        mismatches.append(Mismatch("outputs", expect.outputs, outputs))
-    return mismatches
+        return open_store(url or default_store_url(options.workdir))
+    variable = STORE_URL_VARIABLES[kind]
+    url = (
+        options.store_url
+        if options.store_url and not options.store_url.startswith(("sqlite", "memory"))
+        else os.environ.get(variable)
+    )
+    if not url:
+        raise ScenarioSetupError(f"store {kind} needs a URL: pass --store-url or set {variable}")
+    return open_store(url)
+
+
+def _run_agent(cell: Cell, options: RunOptions) -> list[Mismatch]:
+    scenario = cell.loaded.scenario
+    if options.model:
+        scenario = scenario.model_copy(update={"model": options.model})
+    spec = scenario.agent
+    assert spec is not None
+    agent = build.agent_definition(scenario, spec)
+    transport = build.transport(
+        scenario, cell.loaded.folder, _mode_for(cell, options), strict=options.strict_cassettes
+    )
+    store = _store(cell.store, options)
+    run_id = f"{scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
+    try:
+        gateway = _gateway(scenario.provider, transport)
+        result = run_agent(
+            agent,
+            gateway,
+            user_message=spec.user_message,
+            runtime=cell.runtime,
+            store=store,
+            faults=[Fault(f.crash_after, f.occurrence) for f in scenario.faults],
+            run_id=run_id,
+            session_id=f"session-{scenario.name}",
+            llm_config_override=build.config_override(spec),
+            approve=build.approval_policy(spec),
+            options=RuntimeOptions(
+                temporal_register_persist_forced_completion=(
+                    scenario.temporal.register_persist_forced_completion
+                    if scenario.temporal is not None
+                    else True
+                )
+            ),
+        )
+        stored = store.load(run_id)
+    finally:
+        store.close()
+        transport.close()
+    return check_agent(scenario.expect, result, stored.forced_completion if stored else None)
+
+
+def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
+    scenario = cell.loaded.scenario
+    assert scenario.input is not None
+    transport = build.transport(
+        scenario, cell.loaded.folder, _mode_for(cell, options), strict=options.strict_cassettes
+    )
+    calls = 0
+
+    def completer_for(record: LlmDetails) -> LlmGateway:
+        nonlocal calls
+        calls += 1
+        if isinstance(transport, ScriptTransport) and transport.provider != record.provider:
+            transport.provider = record.provider
+        return _gateway(record.provider, transport)
+
+    module = AgentDecisionModule(
+        scenario.config,
+        models=build.models_service(scenario),
+        session=build.session(scenario),
+        completer_for=completer_for,
+        tool_policy=build.ScenarioToolPolicy(scenario.tool_policy)
+        if scenario.tool_policy is not None
+        else None,
+    )
+    error: BaseException | None = None
+    outputs: dict[str, Any] = {}
+    try:
+        outputs = module.execute(scenario.input)
+    except HarnessError as caught:
+        error = caught
+    finally:
+        if isinstance(transport, CassetteTransport):
+            transport.close()
+    made = _calls_made(transport)
+    return check_module(scenario.expect, outputs=outputs, error=error, llm_calls=made)
+
+
+def _calls_made(transport: Any) -> int:
+    if isinstance(transport, ScriptTransport):
+        return len(transport.requests)
+    if isinstance(transport, CassetteTransport):
+        recorded = len(transport.cassette.raw) - len(transport.unplayed)
+        return recorded + len(transport.recorded)
+    return 0
+
+
+def _run_completion(cell: Cell) -> list[Mismatch]:
+    scenario = cell.loaded.scenario
+    assert scenario.input is not None
+    module = AgentCompletionModule()
+    error: BaseException | None = None
+    outputs: dict[str, Any] = {}
+    try:
+        outputs = dict(module.execute(scenario.input))
+    except HarnessError as caught:
+        error = caught
+        outputs = dict(module.outputs)
+    return check_module(scenario.expect, outputs=outputs, error=error)
+
+
+def run_scenario(loaded: LoadedScenario, options: RunOptions | None = None) -> list[CellResult]:
+    """Every cell of one scenario."""
+    options = options or RunOptions()
+    return [run_cell(cell, options) for cell in expand([loaded], options)]

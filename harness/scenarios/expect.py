@@ -1,0 +1,226 @@
+"""Comparing a run with its `expect:` block: every given key, expected against actual."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
+from harness.agent.result import RunResult
+from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled, ReasoningEffort
+from harness.protocol.forced import ForcedCompletionState
+from harness.scenarios.format import ChunkExpect, Expect, FragmentsExpect, RequestExpect
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One `expect:` key whose expected value differs from what the run produced."""
+
+    key: str
+    expected: Any
+    actual: Any
+
+
+def check_agent(
+    expect: Expect, result: RunResult, stored: ForcedCompletionState | None
+) -> list[Mismatch]:
+    """Every mismatch between `expect` and an agent run."""
+    given = expect.given()
+    actual: dict[str, Any] = {
+        "status": result.status,
+        "error_code": result.error_code,
+        "error_message": result.state.error_message,
+        "output": result.output,
+        "llm_calls": len(result.requests()),
+        "forced_calls": len(result.requests("forced")),
+        "memory_extractions": result.state.memory_extractions,
+    }
+    mismatches: list[Mismatch] = []
+    for key in (
+        "status",
+        "error_code",
+        "output",
+        "llm_calls",
+        "forced_calls",
+        "memory_extractions",
+    ):
+        if key in given and given[key] != actual[key]:
+            mismatches.append(Mismatch(key, given[key], actual[key]))
+    if "error_message" in given and not _contains(actual["error_message"], given["error_message"]):
+        mismatches.append(
+            Mismatch("error_message", given["error_message"], actual["error_message"])
+        )
+    if "output_valid" in given:
+        valid = _output_valid(result)
+        if valid != given["output_valid"]:
+            mismatches.append(Mismatch("output_valid", given["output_valid"], valid))
+    if expect.chunks is not None:
+        mismatches.extend(_check_chunks(expect.chunks, result))
+    if expect.forced_request is not None:
+        mismatches.extend(
+            _check_requests("forced_request", expect.forced_request, result.requests("forced"))
+        )
+    if expect.work_request is not None:
+        mismatches.extend(
+            _check_requests("work_request", expect.work_request, result.requests("work"))
+        )
+    if "llm_config_override_calls" in given:
+        phases = [call.execution_phase for call in result.state.override_calls]
+        wanted = given["llm_config_override_calls"]
+        got: Any = len(phases) if isinstance(wanted, int) else phases
+        if wanted != got:
+            mismatches.append(Mismatch("llm_config_override_calls", wanted, got))
+    if "store" in given:
+        stored_dict = None if stored is None else stored.model_dump(mode="json", by_alias=True)
+        wanted_store = given["store"]
+        if not _subset(wanted_store, stored_dict):
+            mismatches.append(Mismatch("store", wanted_store, stored_dict))
+    if "store_absent" in given and given["store_absent"] != (stored is None):
+        mismatches.append(Mismatch("store_absent", given["store_absent"], stored is None))
+    if "outcome_record" in given:
+        record = result.outcome_record().model_dump()
+        if not _subset(given["outcome_record"], record):
+            mismatches.append(Mismatch("outcome_record", given["outcome_record"], record))
+    if "envelope" in given:
+        envelope = result.envelope().model_dump(mode="json", by_alias=True)
+        if not _subset(given["envelope"], envelope):
+            mismatches.append(Mismatch("envelope", given["envelope"], envelope))
+    return mismatches
+
+
+def check_module(
+    expect: Expect,
+    *,
+    outputs: dict[str, Any],
+    error: BaseException | None,
+    llm_calls: int | None = None,
+) -> list[Mismatch]:
+    """Every mismatch between `expect` and one module execution."""
+    given = expect.given()
+    status = "failed" if error is not None else "completed"
+    actual: dict[str, Any] = {
+        "status": status,
+        "error_code": getattr(error, "code", None),
+        "error_type": type(error).__name__ if error is not None else None,
+        "outputs": outputs,
+        "llm_calls": llm_calls,
+    }
+    mismatches = [
+        Mismatch(key, given[key], actual[key])
+        for key in ("status", "error_code", "error_type", "outputs", "llm_calls")
+        if key in given and given[key] != actual[key]
+    ]
+    message = str(error) if error is not None else None
+    if "error_message" in given and not _contains(message, given["error_message"]):
+        mismatches.append(Mismatch("error_message", given["error_message"], message))
+    return mismatches
+
+
+def _contains(actual: str | None, wanted: str) -> bool:
+    return actual is not None and wanted in actual
+
+
+def _output_valid(result: RunResult) -> bool:
+    schema = result.agent.output_schema
+    if result.status != "completed" or schema is None or result.output is None:
+        return False
+    return Draft202012Validator(schema).is_valid(result.output)
+
+
+def _subset(wanted: Any, actual: Any) -> bool:
+    """`wanted` matches `actual` when every key it gives matches (recursively); lists exactly."""
+    if isinstance(wanted, dict) and isinstance(actual, dict):
+        return all(key in actual and _subset(value, actual[key]) for key, value in wanted.items())
+    return bool(wanted == actual)
+
+
+def _check_chunks(wanted: Sequence[ChunkExpect], result: RunResult) -> list[Mismatch]:
+    """`wanted` must appear in order among the forced_completion chunks (gaps allowed)."""
+    chunks = [c.model_dump(exclude={"kind"}) for c in result.forced_chunks()]
+    position = 0
+    for expected in wanted:
+        fields = expected.model_dump(exclude_none=True)
+        while position < len(chunks) and not _subset(fields, chunks[position]):
+            position += 1
+        if position == len(chunks):
+            return [Mismatch("chunks", [w.model_dump(exclude_none=True) for w in wanted], chunks)]
+        position += 1
+    return []
+
+
+def _check_requests(key: str, wanted: RequestExpect, requests: list[LlmRequest]) -> list[Mismatch]:
+    if not requests:
+        return [Mismatch(key, "at least one request", "none was sent")]
+    for index, request in enumerate(requests):
+        for field, expected, actual in _request_fields(wanted, request):
+            if not _field_matches(field, expected, actual):
+                return [Mismatch(f"{key}.{field}", expected, f"{actual!r} (request #{index + 1})")]
+    return []
+
+
+def _request_fields(wanted: RequestExpect, request: LlmRequest) -> list[tuple[str, Any, Any]]:
+    fields: list[tuple[str, Any, Any]] = []
+    if wanted.tools is not None:
+        fields.append(("tools", wanted.tools, list(request.tool_names())))
+    if wanted.tool_choice is not None:
+        choice = request.tool_choice
+        shown = choice.name if isinstance(choice, NamedToolChoice) else choice
+        fields.append(("tool_choice", wanted.tool_choice, shown))
+    if wanted.reasoning is not None:
+        reasoning = request.reasoning
+        shown_reasoning = (
+            "unset"
+            if reasoning is None
+            else "disabled"
+            if isinstance(reasoning, ReasoningDisabled)
+            else reasoning.effort
+            if isinstance(reasoning, ReasoningEffort)
+            else str(reasoning)
+        )
+        fields.append(("reasoning", wanted.reasoning, shown_reasoning))
+    if wanted.system_fragments is not None:
+        fields.append(("system_fragments", wanted.system_fragments, list(request.fragment_names())))
+    if wanted.memory_injected is not None:
+        injected = any(m.metadata.get(MEMORY_METADATA_KEY) for m in request.messages)
+        fields.append(("memory_injected", wanted.memory_injected, injected))
+    if wanted.completion_metadata is not None:
+        metadata = (
+            request.messages[-1].metadata.get(FORCED_METADATA_KEY) if request.messages else None
+        )
+        fields.append(("completion_metadata", wanted.completion_metadata, metadata))
+    if wanted.model is not None:
+        fields.append(("model", wanted.model, request.model))
+    if wanted.temperature is not None:
+        fields.append(("temperature", wanted.temperature, request.temperature))
+    text = "\n".join(
+        [
+            request.system_text(),
+            *(getattr(m, "content", "") or getattr(m, "text", "") or "" for m in request.messages),
+        ]
+    )
+    if wanted.contains_text is not None:
+        fields.append(("contains_text", wanted.contains_text, text))
+    if wanted.absent_text is not None:
+        fields.append(("absent_text", wanted.absent_text, text))
+    return fields
+
+
+def _field_matches(field: str, expected: Any, actual: Any) -> bool:
+    if field == "system_fragments":
+        if isinstance(expected, FragmentsExpect):
+            return all(n in actual for n in expected.present) and not any(
+                n in actual for n in expected.absent
+            )
+        return bool(expected == actual)
+    if field == "completion_metadata":
+        if isinstance(expected, bool):
+            return (actual is not None) == expected
+        return _subset(expected, actual)
+    if field == "contains_text":
+        return all(snippet in actual for snippet in expected)
+    if field == "absent_text":
+        return not any(snippet in actual for snippet in expected)
+    return bool(expected == actual)

@@ -1,0 +1,116 @@
+"""Re-recording scenario cassettes against the live provider.
+
+Keys come from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; base URLs from
+`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), checked before any request. Each cassette is rewritten
+from this run's traffic only (record mode `all`), then compared with what it held before.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.cassettes import RecordMode
+from harness.cassettes.review import diff
+from harness.llm.gateway import GatewayConfig, parse_provider
+from harness.scenarios.load import LoadedScenario
+from harness.scenarios.run import CellResult, RunOptions, expand, run_cell
+
+
+@dataclass
+class CassetteChange:
+    """What re-recording did to one cassette."""
+
+    path: Path
+    scenarios: list[str]
+    new: int = 0
+    changed: int = 0
+    removed: int = 0
+    created: bool = False
+    results: list[CellResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[CellResult]:
+        return [r for r in self.results if not r.passed]
+
+
+def recordable(loaded: Sequence[LoadedScenario], provider: str) -> dict[Path, list[LoadedScenario]]:
+    """Cassette path -> the scenarios (for `provider`) that replay it."""
+    groups: dict[Path, list[LoadedScenario]] = {}
+    for item in loaded:
+        scenario = item.scenario
+        if scenario.cassette is None or scenario.provider != provider:
+            continue
+        groups.setdefault((item.folder / scenario.cassette).resolve(), []).append(item)
+    return groups
+
+
+def record(
+    loaded: Sequence[LoadedScenario],
+    provider: str,
+    *,
+    model: str | None = None,
+    workdir: Path | None = None,
+) -> list[CassetteChange]:
+    """Re-record every cassette of `provider`'s scenarios; raise before any request without a key."""
+    GatewayConfig.from_environment(parse_provider(provider)).require_api_key()
+    changes: list[CassetteChange] = []
+    with _one_recording_run():
+        for path, items in sorted(recordable(loaded, provider).items()):
+            change = CassetteChange(
+                path, [i.scenario.name for i in items], created=not path.exists()
+            )
+            with _previous(path) as before:
+                options = RunOptions(
+                    record_mode=RecordMode.ALL, model=model, workdir=workdir or Path.cwd()
+                )
+                for item in items:
+                    first = expand([item], options)[:1]
+                    change.results.extend(run_cell(cell, options) for cell in first)
+                if before is not None and path.exists():
+                    delta = diff(before, path)
+                    change.new, change.changed, change.removed = (
+                        len(delta.added),
+                        len(delta.changed),
+                        len(delta.removed),
+                    )
+                elif path.exists():
+                    from harness.cassettes import Cassette
+
+                    change.new = len(Cassette.load(path).raw)
+            changes.append(change)
+    return changes
+
+
+@contextmanager
+def _previous(path: Path) -> Iterator[Path | None]:
+    if not path.exists():
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="harness-record-"))
+    try:
+        copy = folder / path.name
+        shutil.copy2(path, copy)
+        yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def _one_recording_run() -> Iterator[None]:
+    """Every cassette shared by several scenarios is rewritten once, then appended to."""
+    previous = os.environ.get("HARNESS_RECORD_RUN_ID")
+    os.environ["HARNESS_RECORD_RUN_ID"] = f"record-{uuid.uuid4().hex}"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["HARNESS_RECORD_RUN_ID"]
+        else:
+            os.environ["HARNESS_RECORD_RUN_ID"] = previous
