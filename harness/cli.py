@@ -71,6 +71,7 @@ def run(
     strict_cassettes: bool,
 ) -> None:
     """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails."""
+    from rich.markup import escape
     from rich.progress import Progress
 
     from harness.cassettes import RecordMode
@@ -112,7 +113,7 @@ def run(
             "pass" if result.passed else ("[red]ERROR[/red]" if result.error else "[red]FAIL[/red]")
         )
         table.add_row(
-            result.cell.loaded.scenario.name,
+            escape(result.cell.loaded.scenario.name),
             result.cell.runtime,
             result.cell.store,
             verdict,
@@ -121,7 +122,7 @@ def run(
     console.print(table)
     for result in results:
         for line in failure_lines(result):
-            console.print(f"[red]FAIL[/red] {line}", highlight=False, markup=True, soft_wrap=True)
+            console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
     counts = summary(results)
     console.print(f"{counts['passed']} passed, {counts['failed']} failed", highlight=False)
     if junit_xml is not None:

@@ -1,0 +1,154 @@
+"""`harness run`: options, reports and exit codes."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.scenarios.select import KeywordError, compile_keyword
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PASSING = """\
+- name: capital-pass
+  tags: [smoke]
+  runtimes: [js, dbos]
+  stores: [memory]
+  script:
+    - text: It is Paris.
+  agent: {user_message: "Capital?"}
+  expect: {status: completed, outcome_record: {final_message: It is Paris.}}
+- name: capital-fail
+  stores: [memory]
+  script:
+    - text: It is Lyon.
+  agent: {user_message: "Capital?"}
+  expect:
+    status: completed
+    outcome_record: {final_message: It is Paris.}
+"""
+
+
+@pytest.fixture
+def scenarios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "capital.yaml"
+    path.write_text(PASSING, encoding="utf-8")
+    return path
+
+
+def test_failures_exit_1_with_file_line_expected_and_actual(scenarios: Path) -> None:
+    result = CliRunner().invoke(main, ["run", str(scenarios)])
+    assert result.exit_code == 1, result.output
+    assert (
+        f"{scenarios}:16 capital-fail[js-memory]: expect.outcome_record: expected" in result.output
+    )
+    assert "It is Lyon." in result.output
+    assert "2 passed, 1 failed" in result.output
+
+
+def test_k_selects_cells_and_options_filter_the_matrix(scenarios: Path) -> None:
+    runner = CliRunner()
+    smoke = runner.invoke(main, ["run", str(scenarios), "-k", "smoke and not dbos"])
+    assert smoke.exit_code == 0, smoke.output
+    assert "1 passed, 0 failed" in smoke.output
+    dbos = runner.invoke(main, ["run", str(scenarios), "--runtime", "dbos"])
+    assert dbos.exit_code == 0
+    assert "1 passed, 0 failed" in dbos.output
+    none = runner.invoke(main, ["run", str(scenarios), "-k", "nothing-like-this"])
+    assert none.exit_code == 2
+
+
+def test_reports_in_junit_and_json(scenarios: Path, tmp_path: Path) -> None:
+    junit, report = tmp_path / "out" / "junit.xml", tmp_path / "out" / "report.json"
+    result = CliRunner().invoke(
+        main, ["run", str(scenarios), "--junit-xml", str(junit), "--json", str(report)]
+    )
+    assert result.exit_code == 1
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert suite.get("tests") == "3"
+    assert suite.get("failures") == "1"
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["capital-fail[js-memory]"].find("failure") is not None
+    assert cases["capital-pass[dbos-memory]"].find("failure") is None
+    data = json.loads(report.read_text())
+    assert data["summary"] == {"cells": 3, "passed": 2, "failed": 1, "errors": 0}
+    failing = next(c for c in data["cells"] if not c["passed"])
+    assert failing["mismatches"][0]["key"] == "outcome_record"
+    assert failing["mismatches"][0]["line"] == 16
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--record-mode", "sometimes"],
+        ["--runtime", "lambda"],
+        ["--store", "mongo"],
+        ["-k", "and or"],
+    ],
+)
+def test_invalid_options_exit_2_without_a_traceback(scenarios: Path, arguments: list[str]) -> None:
+    result = CliRunner().invoke(main, ["run", str(scenarios), *arguments])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_a_cassette_miss_is_a_failure_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cassette = ROOT / "cassettes" / "agent" / "trigger-terminal-text-openai.json"
+    (tmp_path / "miss.yaml").write_text(
+        f"name: miss\nstores: [memory]\ncassette: {cassette}\nagent: {{user_message: other}}\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "miss.yaml")])
+    assert result.exit_code == 1
+    assert "CassetteMiss" in result.output
+    assert "Nearest recorded requests" in result.output
+
+
+def test_a_store_without_a_url_is_reported(
+    scenarios: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HARNESS_REDIS_URL", raising=False)
+    text = scenarios.read_text().replace("stores: [memory]", "stores: [redis]", 1)
+    scenarios.write_text(text)
+    result = CliRunner().invoke(main, ["run", str(scenarios), "-k", "capital-pass"])
+    assert result.exit_code == 1
+    assert "store redis needs a URL: pass --store-url or set HARNESS_REDIS_URL" in result.output
+
+
+def test_keyword_expressions() -> None:
+    match = compile_keyword("(forced or decision) and not slow")
+    assert match({"forced-trigger[js-sqlite]"})
+    assert not match({"forced-trigger", "slow"})
+    assert not match({"completion"})
+    assert compile_keyword("")({"anything"})
+    for bad in ("(forced", "forced and", "or x", "a b"):
+        with pytest.raises(KeywordError):
+            compile_keyword(bad)
+
+
+def test_the_schema_command_matches_the_committed_copy() -> None:
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0
+    committed = (ROOT / "scenarios" / "scenario.schema.json").read_text()
+    assert json.loads(result.output) == json.loads(committed), (
+        "the scenario format changed: run `harness schema > scenarios/scenario.schema.json`"
+    )
+    schema = json.loads(result.output)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert "Scenario" in schema["$defs"]
+
+
+def test_the_repository_scenarios_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", str(ROOT / "scenarios")])
+    assert result.exit_code == 0, result.output[-3000:]

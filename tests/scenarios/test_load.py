@@ -1,0 +1,121 @@
+"""Loading scenario files: one or many per file, and errors located at file:line:column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.scenarios import RunOptions, ScenarioFileError, expand, load_scenarios, run_scenario
+
+GOOD = """\
+name: ok
+kind: completion
+input: {agentFinalAnswer: hi}
+expect:
+  outputs: {finalAnswer: hi, agentOutcome: final_answer}
+"""
+
+AGENT = """\
+name: agent-ok
+runtimes: [js, temporal]
+stores: [memory, sqlite]
+script:
+  - text: done
+agent:
+  user_message: hi
+expect:
+  status: completed
+  outcome_record: {final_message: done}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_file_holds_one_scenario_or_a_list(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "one.yaml")
+    write(tmp_path, "- " + GOOD.replace("\n", "\n  ").rstrip() + "\n", "list.yml")
+    loaded = load_scenarios([tmp_path])
+    assert [item.path.name for item in loaded] == ["list.yml", "one.yaml"]
+    assert all(r.passed for item in loaded for r in run_scenario(item))
+
+
+def test_the_matrix_expands_runtime_by_store(tmp_path: Path) -> None:
+    loaded = load_scenarios([write(tmp_path, AGENT)])
+    cells = expand(loaded, RunOptions(workdir=tmp_path))
+    assert [c.id for c in cells] == [
+        "agent-ok[js-memory]",
+        "agent-ok[js-sqlite]",
+        "agent-ok[temporal-memory]",
+        "agent-ok[temporal-sqlite]",
+    ]
+    assert [c.id for c in expand(loaded, RunOptions(runtimes=["temporal"], stores=["memory"]))] == [
+        "agent-ok[temporal-memory]"
+    ]
+    results = [r for item in loaded for r in run_scenario(item, RunOptions(workdir=tmp_path))]
+    assert all(r.passed for r in results), [r.mismatches for r in results]
+    assert (tmp_path / ".harness" / "runs.sqlite3").is_file(), "SQLite is the default store"
+
+
+def test_an_unknown_key_is_located_and_a_close_one_suggested(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("  outputs:", "  outptus:"))
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    message = str(caught.value)
+    assert message.startswith(f"{path}:5:3: expect.outptus: unknown key 'outptus'")
+    assert "did you mean 'outputs'?" in message
+
+
+def test_unknown_keys_deep_in_lists_are_located(tmp_path: Path) -> None:
+    text = AGENT.replace(
+        "  user_message: hi\n", "  user_message: hi\n  tools:\n    - {name: s, reslt: 1}\n"
+    )
+    path = write(tmp_path, text)
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    assert f"{path}:9:17:" in str(caught.value)
+    assert "agent.tools.0.reslt: unknown key 'reslt'; did you mean 'result'?" in str(caught.value)
+
+
+def test_a_wrong_type_says_what_was_expected_and_found(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: x\nkind: completion\ninput: [1]\n")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    assert f"{path}:3:8: input: Input should be a valid dictionary (found [1])" in str(caught.value)
+
+
+def test_inconsistent_scenarios_are_refused(tmp_path: Path) -> None:
+    no_replies = write(tmp_path, "name: x\nagent: {}\n", "a.yaml")
+    with pytest.raises(ScenarioFileError, match="needs the model's replies"):
+        load_scenarios([no_replies])
+    both = write(tmp_path, AGENT + "cassette: x.json\n", "b.yaml")
+    with pytest.raises(ScenarioFileError, match="either cassette or script"):
+        load_scenarios([both])
+    runtime = write(tmp_path, AGENT.replace("temporal", "lambda"), "c.yaml")
+    with pytest.raises(ScenarioFileError, match=r"runtimes\.1"):
+        load_scenarios([runtime])
+
+
+def test_invalid_yaml_and_empty_files_are_errors(tmp_path: Path) -> None:
+    bad = write(tmp_path, "name: [unclosed\n", "bad.yaml")
+    with pytest.raises(ScenarioFileError, match=r"bad.yaml:2:1: invalid YAML"):
+        load_scenarios([bad])
+    empty = write(tmp_path, "", "empty.yaml")
+    with pytest.raises(ScenarioFileError, match="the file is empty"):
+        load_scenarios([empty])
+    with pytest.raises(ScenarioFileError, match="no such file"):
+        load_scenarios([tmp_path / "missing.yaml"])
+
+
+def test_mismatches_carry_expected_actual_and_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("finalAnswer: hi,", "finalAnswer: bye,"))
+    loaded = load_scenarios([path])[0]
+    result = run_scenario(loaded)[0]
+    assert not result.passed
+    assert [m.key for m in result.mismatches] == ["outputs"]
+    assert result.mismatches[0].actual == {"finalAnswer": "hi", "agentOutcome": "final_answer"}
+    assert loaded.line_of("outputs") == 5

@@ -1,0 +1,123 @@
+"""`harness record`: re-recording cassettes against a live provider, end to end, over loopback
+servers that speak the OpenAI and Anthropic wire protocols (plain and streamed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cassettes import Cassette
+from harness.cli import main
+from harness.llm.script import ScriptedReply
+from tests.support.recordings import scripted_provider
+
+KEY = "sk-proj-RECORDCANARY0000000000000000"
+
+SCENARIO = """\
+- name: record-{provider}
+  provider: {provider}
+  stores: [memory]
+  cassette: cassettes/{provider}.json
+  agent:
+    user_message: Capital of France?
+    stream: {stream}
+    output_schema:
+      type: object
+      properties: {{city: {{type: string}}}}
+      required: [city]
+  expect:
+    status: completed
+    output: {{city: {city}}}
+    forced_calls: 1
+"""
+
+
+def replies(city: str) -> list[ScriptedReply]:
+    return [
+        ScriptedReply(text=f"It is {city}."),
+        ScriptedReply.model_validate(
+            {"tool_calls": [{"name": "__finish__", "arguments": {"city": city}}]}
+        ),
+    ]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HARNESS_CASSETTE_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    return tmp_path
+
+
+def write_scenario(folder: Path, provider: str, stream: bool, city: str) -> Path:
+    path = folder / f"{provider}.yaml"
+    path.write_text(
+        SCENARIO.format(provider=provider, stream=str(stream).lower(), city=city), "utf-8"
+    )
+    return path
+
+
+@pytest.mark.parametrize(("provider", "stream"), [("openai", False), ("anthropic", True)])
+def test_record_then_replay_then_re_record_what_changed(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, provider: str, stream: bool
+) -> None:
+    variable = "OPENAI" if provider == "openai" else "ANTHROPIC"
+    scenario = write_scenario(workdir, provider, stream, "Paris")
+    runner = CliRunner()
+    with scripted_provider(provider, replies("Paris")) as base_url:
+        monkeypatch.setenv(f"{variable}_BASE_URL", base_url)
+        monkeypatch.setenv(f"{variable}_API_KEY", KEY)
+        recorded = runner.invoke(main, ["record", str(scenario), "--provider", provider])
+    assert recorded.exit_code == 0, recorded.output
+    cassette = workdir / "cassettes" / f"{provider}.json"
+    assert (
+        f"{cassette}: created; 2 new, 0 changed, 0 removed (record-{provider})" in recorded.output
+    )
+    assert KEY.encode() not in cassette.read_bytes()
+    interactions = Cassette.load(cassette).interactions
+    assert len(interactions) == 2
+    assert (interactions[0].response.events is not None) is stream
+
+    monkeypatch.delenv(f"{variable}_API_KEY")
+    monkeypatch.setenv(f"{variable}_BASE_URL", "http://127.0.0.1:9")  # nothing listens: replay only
+    replayed = runner.invoke(main, ["run", str(scenario), "--strict-cassettes"])
+    assert replayed.exit_code == 0, replayed.output
+
+    write_scenario(workdir, provider, stream, "Lyon")
+    with scripted_provider(provider, replies("Lyon")) as base_url:
+        monkeypatch.setenv(f"{variable}_BASE_URL", base_url)
+        monkeypatch.setenv(f"{variable}_API_KEY", KEY)
+        again = runner.invoke(main, ["record", str(scenario), "--provider", provider])
+    assert again.exit_code == 0, again.output
+    # the first request is the same with a new answer; the second request itself changed
+    assert "re-recorded; 1 new, 1 changed, 1 removed" in again.output
+    bodies = [
+        json.dumps(i.response.model_dump(mode="json")) for i in Cassette.load(cassette).interactions
+    ]
+    assert any("Lyon" in body for body in bodies)
+    assert not any("Paris" in body for body in bodies), "no stale interaction survives"
+
+
+def test_a_missing_key_is_an_error_before_any_request(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = write_scenario(workdir, "openai", False, "Paris")
+    with scripted_provider("openai", replies("Paris")) as base_url:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        result = CliRunner().invoke(main, ["record", str(scenario), "--provider", "openai"])
+    assert result.exit_code == 2
+    assert "set OPENAI_API_KEY" in result.output
+    assert not (workdir / "cassettes").exists()
+
+
+def test_only_the_providers_cassettes_are_recorded(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = write_scenario(workdir, "openai", False, "Paris")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    result = CliRunner().invoke(main, ["record", str(scenario), "--provider", "anthropic"])
+    assert result.exit_code == 2
+    assert "no scenario under the given paths replays a anthropic cassette" in result.output
