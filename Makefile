@@ -43,6 +43,7 @@ thorough: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cassette_replay
+	$(BIN)/python -m benchmarks.scenario_library
 
 clean:
 	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache
