@@ -332,7 +332,9 @@ class AgentLoop:
         phase = ForcedCompletion(forced)
         try:
             response = self.completer.complete(request)
-        except ToolChoiceUnsupported:
+        except ToolChoiceUnsupported as refusal:
+            if refusal.status is None:  # refused by the capability check: nothing was sent
+                state = state.model_copy(update={"requests": state.requests[:-1]})
             failed = phase.fail(CompletionCode.TOOL_CHOICE_UNSUPPORTED)
             chunk = self._attempt_chunk(
                 "attempt_failed", failed, attempt, CompletionCode.TOOL_CHOICE_UNSUPPORTED

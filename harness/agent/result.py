@@ -30,6 +30,7 @@ class RunResult:
     agent: AgentDefinition
     state: RunState
     duration_ms: int = 0
+    crashes: int = 0
 
     @property
     def status(self) -> str:

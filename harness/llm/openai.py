@@ -211,7 +211,7 @@ def parse_response(payload: JsonValue) -> LlmResponse:
     return LlmResponse(
         text=text or "",
         tool_calls=tool_calls,
-        stop=stop_kind(finish_reason),
+        stop=_stop(finish_reason, refusal),
         provider_stop_reason=finish_reason,
         usage=usage,
         credits=credits,
@@ -344,7 +344,7 @@ class _StreamState:
         return LlmResponse(
             text="".join(self.text),
             tool_calls=tuple(tool_calls),
-            stop=stop_kind(self.finish_reason),
+            stop=_stop(self.finish_reason, refusal),
             provider_stop_reason=self.finish_reason,
             usage=self.usage,
             credits=self.credits,
@@ -450,9 +450,11 @@ def render_response(response: LlmResponse, *, model: str, response_id: str) -> d
     `Cancelled` or `Error` stop, which no model reply carries.
     """
     finish_reason = finish_reason_for(response)
+    refused = bool(_refusal(response))
     message: dict[str, JsonValue] = {
         "role": "assistant",
-        "content": response.text or (None if response.tool_calls else ""),
+        # OpenAI puts a refusal's words in `refusal`, never in `content`
+        "content": None if refused else response.text or (None if response.tool_calls else ""),
     }
     if response.tool_calls:
         message["tool_calls"] = [
@@ -507,7 +509,7 @@ def render_stream(response: LlmResponse, *, model: str, response_id: str) -> lis
         return sse_block(compact_json({**header, "choices": [choice], "usage": None}))
 
     deltas: list[dict[str, JsonValue]] = [
-        {"content": piece} for piece in stream_pieces(response.text)
+        {"content": piece} for piece in ([] if _refusal(response) else stream_pieces(response.text))
     ]
     deltas.extend({"refusal": piece} for piece in stream_pieces(_refusal(response)))
     for index, call in enumerate(response.tool_calls):
@@ -546,6 +548,11 @@ def render_error(status: int, error_type: str, message: str) -> dict[str, JsonVa
     """
     check_error_status(status, error_type)
     return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+
+
+def _stop(finish_reason: str, refusal: str | None) -> AnyStopKind:
+    """A message carrying a `refusal` ended in a refusal, whatever its finish_reason says."""
+    return OtherStop(reason="refusal") if refusal else stop_kind(finish_reason)
 
 
 def _refusal(response: LlmResponse) -> str:

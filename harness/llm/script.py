@@ -85,7 +85,12 @@ class ScriptedReply(WireModel):
             stop = ToolUse()
         else:
             stop = EndTurn()
+        metadata: dict[str, JsonValue] = {}
+        if self.stop == "refusal":
+            # OpenAI carries a refusal's words in `message.refusal`; Anthropic in the text
+            metadata["refusal"] = self.text or "I can't help with that."
         return LlmResponse(
+            metadata=metadata,
             text=self.text or "",
             tool_calls=tuple(
                 LlmToolCall(

@@ -11,10 +11,12 @@ from harness.agent.loop import AgentLoop, LlmConfigOverride, MemoryExtractor
 from harness.agent.result import RunResult
 from harness.agent.state import PersistencePoint, RunState
 from harness.agent.tools import ApprovalPolicy, approve_all
+from harness.errors import HarnessError
 from harness.llm.gateway import Completer
+from harness.protocol.chunks import RunFinishChunk
 from harness.runtimes.base import ActivityNotRegistered, Fault, RuntimeOptions, SimulatedCrash
 from harness.runtimes.profiles import runtime_for
-from harness.stores.base import StateStore
+from harness.stores.base import StateStore, StoredRun
 from harness.stores.memory import MemoryStore
 
 MAX_RESUMES = 100
@@ -53,12 +55,14 @@ def run_agent(
     seen: dict[PersistencePoint, int] = {}
     engine = replace(runtime_for(runtime, store, faults, options), _seen=seen)
     duration = 0.0
+    crashes = 0
     try:
         try:
             state = engine.start(
                 new_loop(), run_id=run_id, session_id=session_id, user_message=user_message
             )
         except SimulatedCrash:
+            crashes += 1
             duration += engine.duration_seconds
             for _ in range(MAX_RESUMES):
                 engine = replace(runtime_for(runtime, store, faults, options), _seen=seen)
@@ -66,13 +70,30 @@ def run_agent(
                     state = engine.resume(new_loop(), run_id)
                     break
                 except SimulatedCrash:
+                    crashes += 1
                     duration += engine.duration_seconds
             else:  # pragma: no cover - a fault plan always ends
                 raise
     except ActivityNotRegistered as error:
         state = _failed_by_worker(store, run_id, error)
     duration += engine.duration_seconds
-    return RunResult(agent=agent, state=state, duration_ms=int(duration * 1000))
+    unfired = [f for f in faults if seen.get(f.point, 0) < f.occurrence]
+    if unfired:
+        raise FaultNotReached(unfired, seen)
+    return RunResult(agent=agent, state=state, duration_ms=int(duration * 1000), crashes=crashes)
+
+
+class FaultNotReached(HarnessError, AssertionError):
+    """A fault plan named a persistence point the run never reached that often."""
+
+    code = "fault_not_reached"
+
+    def __init__(self, faults: Sequence[Fault], seen: dict[PersistencePoint, int]) -> None:
+        described = ", ".join(
+            f"crash_after {f.point} occurrence {f.occurrence} (reached {seen.get(f.point, 0)}x)"
+            for f in faults
+        )
+        super().__init__(f"the run never reached: {described}; the fault cannot fire")
 
 
 def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegistered) -> RunState:
@@ -81,11 +102,20 @@ def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegister
     if stored is None:  # pragma: no cover - run_started is always persisted first
         raise error
     state = RunState.model_validate_json(stored.state_json)
-    return state.model_copy(
+    failed = state.model_copy(
         update={
             "status": "failed",
             "phase": "finished",
             "error_code": error.code,
             "error_message": str(error),
         }
+    ).with_chunks(RunFinishChunk(status="failed", error_code=error.code))
+    store.save(
+        StoredRun(
+            run_id=failed.run_id,
+            status=failed.status,
+            state_json=failed.model_dump_json(),
+            forced_completion=failed.forced_completion,
+        )
     )
+    return failed

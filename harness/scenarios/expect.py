@@ -59,6 +59,12 @@ def check_agent(
             mismatches.append(Mismatch("output_valid", given["output_valid"], valid))
     if expect.chunks is not None:
         mismatches.extend(_check_chunks(expect.chunks, result))
+    if expect.chunk_phases is not None:
+        chunk_phases = [chunk.phase for chunk in result.forced_chunks()]
+        if chunk_phases != expect.chunk_phases:
+            mismatches.append(Mismatch("chunk_phases", expect.chunk_phases, chunk_phases))
+    if expect.crashes is not None and expect.crashes != result.crashes:
+        mismatches.append(Mismatch("crashes", expect.crashes, result.crashes))
     if expect.forced_request is not None:
         mismatches.extend(
             _check_requests("forced_request", expect.forced_request, result.requests("forced"))

@@ -168,6 +168,7 @@ class ChunkExpect(ScenarioModel):
     phase: Literal["started", "attempt_started", "attempt_failed", "succeeded", "exhausted"]
     trigger: Literal["terminal_text", "max_tokens", "max_steps"] | None = None
     attempt: PositiveInt | None = None
+    max_attempts: int | None = Field(default=None, ge=0)
     code: str | None = None
 
 
@@ -185,6 +186,10 @@ class Expect(ScenarioModel):
     chunks: list[ChunkExpect] | None = Field(
         default=None, description="an ordered subsequence of the forced_completion chunks"
     )
+    chunk_phases: list[str] | None = Field(
+        default=None, description="the exact sequence of forced_completion chunk phases"
+    )
+    crashes: int | None = Field(default=None, ge=0, description="simulated crashes survived")
     forced_request: RequestExpect | None = None
     work_request: RequestExpect | None = None
     memory_extractions: int | None = None
@@ -196,9 +201,6 @@ class Expect(ScenarioModel):
     outputs: dict[str, JsonValue] | None = None
     outcome_record: dict[str, str] | None = None
     envelope: dict[str, JsonValue] | None = None
-    downstream: dict[str, JsonValue] | None = Field(
-        default=None, description="what downstream jobs receive (see `workflow`)"
-    )
 
     def given(self) -> dict[str, Any]:
         """The keys the scenario set, with their values."""
@@ -206,6 +208,27 @@ class Expect(ScenarioModel):
 
 
 # -- the scenario -----------------------------------------------------------------------------------
+
+
+_MODULE_ONLY = frozenset({"outputs", "error_type"})
+_AGENT_ONLY = frozenset(
+    {
+        "output",
+        "output_valid",
+        "forced_calls",
+        "chunks",
+        "chunk_phases",
+        "crashes",
+        "forced_request",
+        "work_request",
+        "memory_extractions",
+        "llm_config_override_calls",
+        "store",
+        "store_absent",
+        "outcome_record",
+        "envelope",
+    }
+)
 
 
 def _default_runtimes() -> list[RuntimeName]:
@@ -237,7 +260,6 @@ class Scenario(ScenarioModel):
     models: list[ModelSpec] = Field(default_factory=list)
     session: SessionSpec | None = None
     tool_policy: ToolPolicySpec | None = None
-    workflow: dict[str, JsonValue] | None = None
     faults: list[FaultSpec] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
 
@@ -254,6 +276,12 @@ class Scenario(ScenarioModel):
             raise ValueError(f"a {self.kind} scenario needs an 'input' block (the workflow state)")
         if self.kind == "decision" and self.cassette is None and self.script is None:
             raise ValueError("a decision scenario needs the model's replies: cassette or script")
+        given = self.expect.model_fields_set
+        wrong = sorted(given & (_MODULE_ONLY if self.kind == "agent" else _AGENT_ONLY))
+        if wrong:
+            raise ValueError(
+                f"expect key(s) {', '.join(wrong)} do not apply to a {self.kind} scenario"
+            )
         return self
 
     def cells(self) -> list[tuple[str, str]]:

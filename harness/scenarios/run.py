@@ -187,13 +187,12 @@ def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
     transport = build.transport(
         scenario, cell.loaded.folder, _mode_for(cell, options), strict=options.strict_cassettes
     )
-    calls = 0
 
     def completer_for(record: LlmDetails) -> LlmGateway:
-        nonlocal calls
-        calls += 1
+        nonlocal transport
         if isinstance(transport, ScriptTransport) and transport.provider != record.provider:
-            transport.provider = record.provider
+            # the script speaks the wire of the model the module selected
+            transport = ScriptTransport(record.provider, transport.replies)
         return _gateway(record.provider, transport)
 
     module = AgentDecisionModule(

@@ -22,8 +22,13 @@ def comparable(result: object) -> object:
     return state.model_dump(exclude={"run_id", "session_id"})
 
 
-@pytest.mark.parametrize("point", PERSISTENCE_POINTS)
-@pytest.mark.parametrize("occurrence", [1, 2])
+REACHED_TWICE = ("work_step_persisted", "forced_attempt_persisted", "forced_attempt_finished")
+
+
+@pytest.mark.parametrize(
+    ("point", "occurrence"),
+    [(point, 1) for point in PERSISTENCE_POINTS] + [(point, 2) for point in REACHED_TWICE],
+)
 def test_a_crash_at_any_point_resumes_to_the_same_result(
     point: PersistencePoint, occurrence: int
 ) -> None:

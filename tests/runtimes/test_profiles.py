@@ -107,3 +107,21 @@ def test_every_profile_validates_finish_output(runtime: str) -> None:
 def test_an_unknown_runtime_lists_the_profiles() -> None:
     with pytest.raises(UnknownRuntime, match="expected one of js, cloudflare-do"):
         runtime_for("lambda", MemoryStore())
+
+
+def test_the_temporal_failure_is_persisted_as_failed() -> None:
+    store = MemoryStore()
+    options = RuntimeOptions(temporal_register_persist_forced_completion=False)
+    result = run_agent(
+        agent(),
+        script(),
+        user_message="q",
+        runtime="temporal",
+        options=options,
+        store=store,
+        run_id="t",
+    )
+    stored = store.load("t")
+    assert stored is not None
+    assert stored.status == "failed"
+    assert result.chunks[-1].kind == "run_finish"
