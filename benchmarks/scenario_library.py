@@ -1,7 +1,7 @@
 """Scenario library benchmark: cassette replay versus scripted replies, and pytest -n 2 vs -n 0.
 
-Builds a library of N agent scenarios (default 200) covering every forced-completion path, in a
-temporary folder: each scenario once with `script:` replies, and once replaying a cassette
+Builds a library of N agent scenarios (default 200) covering every forced-completion path, each
+on the five runtime profiles with the default (SQLite) store, in a temporary folder: each scenario once with `script:` replies, and once replaying a cassette
 recorded from that script through `CassetteTransport`. Then, in one run:
 
 1. runs both libraries in process through the scenario runner (one core) and prints the time
@@ -70,7 +70,7 @@ def scenario(index: int) -> dict[str, Any]:
         expect = {"status": "failed", "error_code": "framework_forced_completion_exhausted"}
     return {
         "name": f"library-{index:04d}",
-        "stores": ["memory"],
+        "runtimes": ["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"],
         "provider": "openai",
         "script": script,
         "agent": {
@@ -130,7 +130,7 @@ def run_library(folder: Path) -> float:
 
 
 def pytest_seconds(folder: Path, workers: int) -> float:
-    (folder / "pytest.ini").write_text(f"[pytest]\nharness_scenarios = {folder.name}\n")
+    (folder.parent / "pytest.ini").write_text(f"[pytest]\nharness_scenarios = {folder.name}\n")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers)]
     started = time.perf_counter()
     completed = subprocess.run(command, cwd=folder.parent, capture_output=True, text=True)
@@ -149,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-pytest", action="store_true")
+    parser.add_argument(
+        "--pytest-size",
+        type=int,
+        default=0,
+        help="also time pytest -n 0 / -n 2 over a library this large (0: only --size)",
+    )
     arguments = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="harness-library-"))
     try:
@@ -180,17 +186,22 @@ def main(argv: list[str] | None = None) -> int:
             f"(target < 10 s): {'PASS' if cassette_s < 10 else 'FAIL'}"
         )
         if not arguments.no_pytest:
-            serial = pytest_seconds(cassettes, 0)
-            parallel = pytest_seconds(cassettes, 2)
-            speedup = serial / parallel
             print()
-            print("| pytest | wall time |")
-            print("|---|---|")
-            print(f"| -n 0 | {serial:.2f} s |")
-            print(f"| -n 2 | {parallel:.2f} s |")
-            print(
-                f"speed-up -n 2 over -n 0: {speedup:.2f}x (target >= 1.6x): {'PASS' if speedup >= 1.6 else 'FAIL'}"
-            )
+            print("| pytest over | cells | -n 0 | -n 2 | speed-up (target >= 1.6x) |")
+            print("|---|---|---|---|---|")
+            sizes = [(arguments.size, cassettes)]
+            if arguments.pytest_size:
+                _, big_cassettes = build_library(folder / "big", arguments.pytest_size)
+                sizes.append((arguments.pytest_size, big_cassettes))
+            for size, library in sizes:
+                serial = pytest_seconds(library, 0)
+                parallel = pytest_seconds(library, 2)
+                speedup = serial / parallel
+                verdict = "PASS" if speedup >= 1.6 else "FAIL"
+                print(
+                    f"| {size} scenarios | {size * 5} | {serial:.2f} s | {parallel:.2f} s | "
+                    f"{speedup:.2f}x {verdict} |"
+                )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

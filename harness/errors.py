@@ -163,3 +163,16 @@ class AgentDecisionProtocolException(HarnessError):
     def __init__(self, message: str, *, correction: str) -> None:
         super().__init__(message)
         self.correction = correction
+
+
+class ScenarioCellFailed(HarnessError, AssertionError):
+    """A scenario cell's expectations did not hold, or an error kept it from finishing.
+
+    `result` is the cell's `CellResult` (typed loosely: errors import nothing of ours).
+    """
+
+    code: ClassVar[str] = "scenario_cell_failed"
+
+    def __init__(self, cell_id: str, result: object) -> None:
+        super().__init__(f"{cell_id} failed")
+        self.result = result

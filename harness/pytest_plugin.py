@@ -1,1 +1,372 @@
-"""The pytest plugin (entry point `pytest11`): scenario files as test items, and fixtures."""
+"""The pytest plugin (entry point `pytest11`): scenario files as test items, and fixtures.
+
+It only declares options, markers, fixtures and the scenario collector; the work is done by
+`harness.scenarios`, `harness.cassettes` and `harness.llm`, imported inside the hooks and
+fixtures that need them. Nothing is collected until the ini option `harness_scenarios` names the
+folders (or files) that hold scenarios, so other test suites are unaffected.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, get_args
+
+import pytest
+
+if TYPE_CHECKING:
+    import httpx
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from harness.cassettes import CassetteTransport, RecordMode
+    from harness.llm.gateway import LlmGateway
+    from harness.llm.script import ScriptedReply, ScriptTransport
+    from harness.scenarios.run import Cell, RunOptions
+
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+CASSETTE_MARKER = "harness_cassette"
+
+_SCENARIO_ROOTS = pytest.StashKey[tuple[Path, ...]]()
+_RUN_OPTIONS = pytest.StashKey["RunOptions"]()
+_REGISTERED_TAGS = pytest.StashKey[set[str]]()
+
+
+class CassetteFactory(Protocol):
+    """`harness_cassette(path=None, /, **transport_options)`: see the fixture."""
+
+    def __call__(
+        self, path: str | os.PathLike[str] | None = None, /, **transport_options: Any
+    ) -> CassetteTransport: ...
+
+
+class ScriptFactory(Protocol):
+    """`harness_script(provider, replies)`: see the fixture."""
+
+    def __call__(
+        self, provider: str, replies: Iterable[ScriptedReply | Mapping[str, Any]]
+    ) -> ScriptTransport: ...
+
+
+class GatewayFactory(Protocol):
+    """`harness_gateway(provider, transport)`: see the fixture."""
+
+    def __call__(self, provider: str, transport: httpx.BaseTransport) -> LlmGateway: ...
+
+
+# -- options and configuration ----------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "scenario files and LLM cassettes")
+    group.addoption(
+        "--harness-record-mode",
+        default="none",
+        metavar="MODE",
+        help="When cassettes may reach the network: none (default: replay only), once, "
+        "new_episodes or all.",
+    )
+    group.addoption(
+        "--harness-runtime",
+        action="append",
+        default=[],
+        metavar="RUNTIME",
+        help="Run scenario cells of this runtime profile only (repeatable).",
+    )
+    group.addoption(
+        "--harness-store",
+        action="append",
+        default=[],
+        metavar="STORE",
+        help="Run scenario cells of this store only (repeatable).",
+    )
+    group.addoption(
+        "--harness-store-url",
+        default=None,
+        metavar="URL",
+        help="URL of the SQLite, PostgreSQL or Redis store the scenario cells use.",
+    )
+    parser.addini(
+        "harness_scenarios",
+        type="linelist",
+        default=[],
+        help="Folders or files (relative to rootdir) whose *.yaml / *.yml scenario files are "
+        "collected; unset, none are.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{CASSETTE_MARKER}(path): the cassette `harness_cassette()` opens when called without "
+        "a path (relative to the test file's folder).",
+    )
+    _check_options(config)
+    if config.getoption("harness_record_mode") == "all":
+        _one_recording_run(config)
+    config.stash[_SCENARIO_ROOTS] = tuple(
+        (config.rootpath / entry).resolve() for entry in config.getini("harness_scenarios")
+    )
+    config.stash[_REGISTERED_TAGS] = set()
+
+
+def _check_options(config: pytest.Config) -> None:
+    """Refuse a misspelt record mode, runtime or store before anything is collected.
+
+    The allowed values come from `RecordMode` and the scenario format, imported only when an
+    option is given, so they have one definition.
+    """
+    mode = config.getoption("harness_record_mode")
+    if mode != "none":
+        from harness.cassettes import RecordMode
+
+        try:
+            RecordMode.parse(mode)
+        except ValueError as error:
+            raise pytest.UsageError(f"--harness-record-mode: {error}") from None
+    runtimes: list[str] = config.getoption("harness_runtime")
+    stores: list[str] = config.getoption("harness_store")
+    if not runtimes and not stores:
+        return
+    from harness.scenarios.format import RuntimeName, StoreName
+
+    for option, given, literal in (
+        ("--harness-runtime", runtimes, RuntimeName),
+        ("--harness-store", stores, StoreName),
+    ):
+        allowed: tuple[str, ...] = get_args(literal)
+        for value in given:
+            if value not in allowed:
+                raise pytest.UsageError(
+                    f"expected {option} to be one of {', '.join(allowed)} but got "
+                    f"{option}={value!r} (type={type(value).__name__})"
+                )
+
+
+def _one_recording_run(config: pytest.Config) -> None:
+    """Make the session one recording run, so that in mode `all` the first save of a cassette
+    replaces it and later saves (other tests, scenarios or xdist workers) merge into it instead
+    of each replacing the one before. Set before xdist starts its workers, which inherit it.
+    """
+    from harness.cassettes.store import RUN_ID_VARIABLES
+
+    if any(os.environ.get(variable) for variable in RUN_ID_VARIABLES):
+        return
+    environment = pytest.MonkeyPatch()
+    environment.setenv("HARNESS_RECORD_RUN_ID", f"pytest-{uuid.uuid4().hex}")
+    config.add_cleanup(environment.undo)
+
+
+def _run_options(config: pytest.Config) -> RunOptions:
+    options = config.stash.get(_RUN_OPTIONS, None)
+    if options is None:
+        from harness.cassettes import RecordMode
+        from harness.scenarios.run import RunOptions
+
+        options = RunOptions(
+            record_mode=RecordMode.parse(config.getoption("harness_record_mode")),
+            runtimes=tuple(config.getoption("harness_runtime")),
+            stores=tuple(config.getoption("harness_store")),
+            store_url=config.getoption("harness_store_url"),
+            workdir=config.rootpath,
+        )
+        config.stash[_RUN_OPTIONS] = options
+    return options
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):
+        # A UsageError would crash a pytest-xdist worker; the fixture reports the marker instead.
+        return
+    for item in items:
+        for marker in item.iter_markers(CASSETTE_MARKER):
+            problem = _marker_problem(marker)
+            if problem is not None:
+                raise pytest.UsageError(problem)
+
+
+def _marker_problem(marker: pytest.Mark) -> str | None:
+    """What is wrong with a `harness_cassette` marker, saying what is allowed; None if valid."""
+    if len(marker.args) == 1 and not marker.kwargs:
+        path = marker.args[0]
+        if isinstance(path, str | os.PathLike) and str(path):
+            return None
+    given = ", ".join(
+        [repr(a) for a in marker.args] + [f"{k}={v!r}" for k, v in marker.kwargs.items()]
+    )
+    types = ", ".join(type(a).__name__ for a in [*marker.args, *marker.kwargs.values()])
+    return (
+        f"expected @pytest.mark.{CASSETTE_MARKER}(path) with one non-empty str or os.PathLike "
+        f"path but got {CASSETTE_MARKER}({given}) (type={types or 'nothing'})"
+    )
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """When recording under `--dist load` or `worksteal`, run every scenario cell on one worker.
+
+    The first cell of a scenario records its cassette and the other cells (and other scenarios
+    sharing the cassette) replay it, so they must run after it, in collection order, as `harness
+    run` does. Ordinary tests are still spread over the workers, one by one.
+    """
+    recording = config.getoption("harness_record_mode") != "none"
+    if not recording or config.getoption("dist") not in ("load", "worksteal"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            is_scenario = nodeid.split("::", 1)[0].endswith(SCENARIO_SUFFIXES)
+            return "harness-scenarios" if is_scenario else nodeid
+
+    return ScenarioScheduling(config, log)
+
+
+# -- scenario files ---------------------------------------------------------------------------------
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+    roots = parent.config.stash.get(_SCENARIO_ROOTS, ())
+    if not roots or file_path.suffix not in SCENARIO_SUFFIXES:
+        return None
+    resolved = file_path.resolve()
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        return None
+    return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class ScenarioFile(pytest.File):
+    """One scenario file: an item per matrix cell, or one collection error at `file:line:col`."""
+
+    def collect(self) -> Iterator[ScenarioItem]:
+        from harness.scenarios.load import ScenarioFileError, load_file
+        from harness.scenarios.run import expand
+
+        try:
+            loaded = load_file(self.path)
+        except ScenarioFileError as error:
+            raise self.CollectError(str(error)) from None
+        registered = self.config.stash[_REGISTERED_TAGS]
+        for cell in expand(loaded, _run_options(self.config)):
+            item = ScenarioItem.from_parent(self, name=cell.id, cell=cell)
+            for tag in cell.loaded.scenario.tags:
+                if tag not in registered:
+                    # Registered here so that `--strict-markers` accepts scenario tags.
+                    self.config.addinivalue_line("markers", f"{tag}: a scenario tag")
+                    registered.add(tag)
+                item.add_marker(tag)
+            yield item
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario on one runtime and store; a failure reads `file:line id: expect.key: ...`."""
+
+    def __init__(self, *, cell: Cell, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cell = cell
+
+    def runtest(self) -> None:
+        from harness.errors import ScenarioCellFailed
+        from harness.scenarios.run import run_cell
+
+        result = run_cell(self.cell, _run_options(self.config))
+        if not result.passed:
+            raise ScenarioCellFailed(result.cell.id, result)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
+        from harness.errors import ScenarioCellFailed
+
+        if isinstance(excinfo.value, ScenarioCellFailed):
+            from harness.scenarios.report import failure_lines
+
+            return "\n".join(failure_lines(excinfo.value.result))  # type: ignore[arg-type]
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.cell.loaded.line - 1, self.cell.id
+
+
+# -- fixtures for Python tests ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def harness_record_mode(pytestconfig: pytest.Config) -> RecordMode:
+    """The session's record mode (`--harness-record-mode`)."""
+    from harness.cassettes import RecordMode
+
+    return RecordMode.parse(pytestconfig.getoption("harness_record_mode"))
+
+
+@pytest.fixture
+def harness_cassette(
+    request: pytest.FixtureRequest, harness_record_mode: RecordMode
+) -> Iterator[CassetteFactory]:
+    """Open `CassetteTransport`s in the session's record mode, closed (saved, checked) at teardown.
+
+    A relative `path` is relative to the test file's folder; without one, the path of the
+    `harness_cassette(path)` marker is used. `transport_options` go to `CassetteTransport`
+    (`inner`, `strict`, `volatile`, ..., even `mode` to pin one test's mode).
+    """
+    from harness.cassettes import CassetteTransport
+
+    folder = request.path.parent
+    marker = request.node.get_closest_marker(CASSETTE_MARKER)
+    marked: str | os.PathLike[str] | None = None
+    if marker is not None:
+        problem = _marker_problem(marker)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+        marked = marker.args[0]
+    with ExitStack() as opened:
+
+        def open_cassette(
+            path: str | os.PathLike[str] | None = None, /, **transport_options: Any
+        ) -> CassetteTransport:
+            if path is None:
+                if marked is None:
+                    raise pytest.UsageError(
+                        "harness_cassette() needs a path: pass one, or mark the test with "
+                        f"@pytest.mark.{CASSETTE_MARKER}(path)"
+                    )
+                path = marked
+            options = {"mode": harness_record_mode, **transport_options}
+            transport = CassetteTransport(folder / path, **options)
+            opened.callback(transport.close)
+            return transport
+
+        yield open_cassette
+
+
+@pytest.fixture
+def harness_script() -> ScriptFactory:
+    """Build `ScriptTransport`s: `provider`'s wire answers from replies (dicts or `ScriptedReply`)."""
+    from harness.llm.gateway import parse_provider
+    from harness.llm.script import ScriptedReply, ScriptTransport
+
+    def script(
+        provider: str, replies: Iterable[ScriptedReply | Mapping[str, Any]]
+    ) -> ScriptTransport:
+        return ScriptTransport(
+            parse_provider(provider), [ScriptedReply.model_validate(reply) for reply in replies]
+        )
+
+    return script
+
+
+@pytest.fixture
+def harness_gateway() -> Iterator[GatewayFactory]:
+    """Build `LlmGateway`s configured from the environment over a transport; closed at teardown."""
+    from harness.llm.gateway import GatewayConfig, LlmGateway
+
+    with ExitStack() as opened:
+
+        def gateway(provider: str, transport: httpx.BaseTransport) -> LlmGateway:
+            built = LlmGateway(GatewayConfig.from_environment(provider), transport=transport)
+            opened.callback(built.close)
+            return built
+
+        yield gateway

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+import subprocess
+import sys
+
+import pytest
+
 import harness
 import harness.cassettes
 import harness.llm
@@ -31,8 +37,30 @@ def test_the_issue_names_import_from_the_top_level() -> None:
 
 
 def test_all_is_exactly_the_public_names() -> None:
-    assert set(harness.__all__) == public_names(harness) | {"__version__"}
+    exported = set(harness.__all__)
+    assert len(harness.__all__) == len(exported)
+    for name in exported:
+        assert getattr(harness, name) is not None
+    plumbing = {"importlib", "TYPE_CHECKING", "Any"}
+    public = {
+        name
+        for name in dir(harness)
+        if not name.startswith(("_", "@")) and not inspect.ismodule(getattr(harness, name))
+    }
+    assert public - plumbing - {"annotations"} == exported - {"__version__"}
     assert set(harness.protocol.__all__) == public_names(harness.protocol)
     assert set(harness.llm.__all__) == public_names(harness.llm)
     assert set(harness.cassettes.__all__) == public_names(harness.cassettes)
-    assert len(harness.__all__) == len(set(harness.__all__))
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        getattr(harness, "Nope")  # noqa: B009
+
+
+def test_importing_harness_loads_nothing_else() -> None:
+    code = "import sys, harness; print(sorted(m for m in sys.modules if m.startswith('harness')))"
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert output.stdout.strip() == "['harness']"

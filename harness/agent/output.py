@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -22,7 +23,17 @@ class InvalidOutput(Exception):
 
 
 def output_validator(schema: dict[str, JsonValue]) -> Draft202012Validator:
-    """A JSON Schema 2020-12 validator; an invalid schema is an `IllegalArgumentException`."""
+    """A JSON Schema 2020-12 validator; an invalid schema is an `IllegalArgumentException`.
+
+    Checking a schema against the meta-schema costs more than a whole run, so validators are
+    built once per distinct schema.
+    """
+    return _validator(json.dumps(schema, sort_keys=True, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(canonical_schema: str) -> Draft202012Validator:
+    schema = json.loads(canonical_schema)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:

@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 from harness.scenarios.format import Scenario
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ADAPTER: TypeAdapter[Scenario] = TypeAdapter(Scenario)
 
 
@@ -63,14 +64,14 @@ def load_file(path: Path) -> list[LoadedScenario]:
     """Load one file holding one scenario or a list of them."""
     text = path.read_text(encoding="utf-8")
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ScenarioFileError(f"{where}: invalid YAML: {error.problem}") from None
     if root is None:
         raise ScenarioFileError(f"{path}:1:1: the file is empty; expected a scenario or a list")
-    data: Any = yaml.safe_load(text)
+    data: Any = _LOADER("").construct_document(root)  # the same nodes, parsed once
     nodes = root.value if isinstance(root, yaml.SequenceNode) else [root]
     items = data if isinstance(data, list) else [data]
     loaded: list[LoadedScenario] = []

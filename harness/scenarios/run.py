@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import time
 import uuid
@@ -22,7 +23,7 @@ from harness.runtimes.run import run_agent
 from harness.scenarios import build
 from harness.scenarios.expect import Mismatch, check_agent, check_module
 from harness.scenarios.load import LoadedScenario
-from harness.stores.base import StateStore
+from harness.stores.base import StateStore, StoredRun
 from harness.stores.urls import default_store_url, open_store
 
 STORE_URL_VARIABLES = {"postgres": "HARNESS_POSTGRES_URL", "redis": "HARNESS_REDIS_URL"}
@@ -120,6 +121,40 @@ def _mode_for(cell: Cell, options: RunOptions) -> RecordMode:
     return options.record_mode if (cell.runtime, cell.store) == first else RecordMode.NONE
 
 
+_SHARED_STORES: dict[str, StateStore] = {}
+
+
+class _SharedStore:
+    """A durable store opened once per process and URL: cells reuse its connection (opening a
+    store checks its migrations), and closing one cell's view leaves it open for the next."""
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+
+    def load(self, run_id: str) -> StoredRun | None:
+        return self._store.load(run_id)
+
+    def save(self, run: StoredRun) -> None:
+        self._store.save(run)
+
+    def close(self) -> None:
+        return None
+
+
+def _shared(url: str) -> StateStore:
+    store = _SHARED_STORES.get(url)
+    if store is None:
+        store = _SHARED_STORES[url] = open_store(url)
+    return _SharedStore(store)
+
+
+@atexit.register
+def _close_shared_stores() -> None:
+    for store in _SHARED_STORES.values():
+        store.close()
+    _SHARED_STORES.clear()
+
+
 def _store(kind: str, options: RunOptions) -> StateStore:
     if kind == "memory":
         return open_store("memory://")
@@ -129,7 +164,7 @@ def _store(kind: str, options: RunOptions) -> StateStore:
             if options.store_url and options.store_url.startswith("sqlite")
             else None
         )
-        return open_store(url or default_store_url(options.workdir))
+        return _shared(url or default_store_url(options.workdir))
     variable = STORE_URL_VARIABLES[kind]
     url = (
         options.store_url
@@ -138,7 +173,7 @@ def _store(kind: str, options: RunOptions) -> StateStore:
     )
     if not url:
         raise ScenarioSetupError(f"store {kind} needs a URL: pass --store-url or set {variable}")
-    return open_store(url)
+    return _shared(url)
 
 
 def _run_agent(cell: Cell, options: RunOptions) -> list[Mismatch]:

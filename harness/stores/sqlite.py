@@ -18,7 +18,8 @@ class StoreError(HarnessError):
 
 
 class SQLiteStore:
-    """Runs in a SQLite file (WAL journal); `forced_completion` is a nullable JSON column."""
+    """Runs in a SQLite file (WAL journal, synchronous=NORMAL); `forced_completion` is a nullable
+    JSON column."""
 
     def __init__(self, path: str | Path, *, migrate_to: int = LATEST_VERSION) -> None:
         self.path = Path(path)
@@ -27,6 +28,9 @@ class SQLiteStore:
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA journal_mode=WAL")
+        # WAL with synchronous=NORMAL: a commit survives a crash of the process (what resuming a
+        # run needs); only a power loss may drop the last commits. FULL would fsync every step.
+        self._connection.execute("PRAGMA synchronous=NORMAL")
         self._connection.execute("PRAGMA busy_timeout=10000")
         self.migrate(migrate_to)
 

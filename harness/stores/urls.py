@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Final
 
@@ -18,8 +19,16 @@ class StoreUrlError(HarnessError, ValueError):
 
 
 def default_store_url(folder: Path | None = None) -> str:
-    """`sqlite:///<folder>/.harness/runs.sqlite3`, the folder being the working folder."""
-    return f"sqlite:///{(folder or Path.cwd()) / DEFAULT_SQLITE_PATH}"
+    """`sqlite:///<folder>/.harness/runs.sqlite3`, the folder being the working folder.
+
+    Under pytest-xdist each worker gets its own file (`runs-gw0.sqlite3`, ...): runs never span
+    workers, and separate files keep workers from queueing on one database's write lock.
+    """
+    path = (folder or Path.cwd()) / DEFAULT_SQLITE_PATH
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        path = path.with_name(f"{path.stem}-{worker}{path.suffix}")
+    return f"sqlite:///{path}"
 
 
 def store_kind(url: str) -> str:
