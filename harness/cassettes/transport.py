@@ -112,7 +112,6 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         }
         self._fast_keys = _fast_index(self.cassette)
         self._last_played: dict[str, int] = {}
-        self._played: set[int] = set()
         self._recorded: list[Interaction] = []
         self._recorded_counts: dict[str, int] = {}
         self._parts: dict[int, tuple[int, dict[str, str], list[bytes]]] = {}
@@ -137,7 +136,6 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             if queue:
                 index = queue.popleft()
                 self._last_played[key] = index
-                self._played.add(index)
                 return index
             if self.allow_repeats:
                 recorded = self.cassette.by_key.get(key)
