@@ -165,21 +165,101 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
 
 
-@main.command()
-def schema() -> None:
-    """Print the JSON Schema of scenario files."""
+@main.group(invoke_without_command=True)
+@click.pass_context
+def schema(context: click.Context) -> None:
+    """Print the JSON Schema of scenario files (or, with `records`, write the record schemas)."""
     import json
 
     from harness.scenarios.format import Scenario
 
-    click.echo(json.dumps(scenario_schema(Scenario), indent=2))
+    if context.invoked_subcommand is None:
+        click.echo(json.dumps(scenario_schema(Scenario), indent=2))
+
+
+@schema.command("records")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("schemas"),
+    show_default=True,
+    help="Folder for the <record>.schema.json files.",
+)
+def schema_records(out_dir: Path) -> None:
+    """Write the JSON Schema (draft 2020-12) of every public wire record, one file per record."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in RECORD_SCHEMAS:
+        path = out_dir / f"{name}.schema.json"
+        text = record_schema_text(name)
+        unchanged = path.is_file() and path.read_text(encoding="utf-8") == text
+        if not unchanged:
+            path.write_text(text, encoding="utf-8")
+        click.echo(f"{path}: {'unchanged' if unchanged else 'written'}")
+
+
+JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+RECORD_SCHEMAS: dict[str, str] = {
+    "agent-outcome": "The agent-outcome record: the one shape every agent harness emits.",
+    "agent-decision": "The provider-neutral typed decision of the Agent Decision module.",
+    "agent-output-envelope": "Every output xema/agent@v1 declares.",
+    "artifact-ref": "A reference to one version of a stored json_payload artifact.",
+    "stream-chunk": "One chunk of an agent run's stream (a union tagged by kind).",
+    "forced-completion-state": "The persisted state of the forced-completion phase.",
+    "cassette": "A harness-cassette/1 file of recorded LLM traffic.",
+    "scenario": "A harness scenario file: one scenario, or a list of scenarios.",
+}
+"""Record name -> description; `harness schema records` writes `<name>.schema.json` for each."""
+
+
+def record_schema(name: str) -> dict[str, object]:
+    """The JSON Schema (draft 2020-12, `$schema` set) of the public record `name`."""
+    from typing import Any
+
+    from pydantic import TypeAdapter
+
+    from harness.cassettes.cassette import CassetteDocument
+    from harness.protocol.chunks import StreamChunk
+    from harness.protocol.decision import AgentDecision
+    from harness.protocol.envelope import AgentOutputEnvelope, ArtifactRef
+    from harness.protocol.forced import ForcedCompletionState
+    from harness.protocol.outcome import AgentOutcome
+    from harness.scenarios.format import Scenario
+
+    if name == "scenario":
+        return scenario_schema(Scenario)
+    targets: dict[str, Any] = {
+        "agent-outcome": AgentOutcome,
+        "agent-decision": AgentDecision,
+        "agent-output-envelope": AgentOutputEnvelope,
+        "artifact-ref": ArtifactRef,
+        "stream-chunk": StreamChunk,
+        "forced-completion-state": ForcedCompletionState,
+        "cassette": CassetteDocument,
+    }
+    generated = TypeAdapter(targets[name]).json_schema(ref_template="#/$defs/{model}")
+    document: dict[str, object] = {
+        "$schema": JSON_SCHEMA_DRAFT,
+        "title": generated.pop("title", "StreamChunk" if name == "stream-chunk" else name),
+        "description": generated.pop("description", RECORD_SCHEMAS[name]),
+    }
+    document.update(generated)
+    return document
+
+
+def record_schema_text(name: str) -> str:
+    """`record_schema(name)` as the committed file holds it: 2-space JSON and a newline."""
+    import json
+
+    return json.dumps(record_schema(name), indent=2, ensure_ascii=False) + "\n"
 
 
 def scenario_schema(model: type) -> dict[str, object]:
     from pydantic import TypeAdapter
 
     document: dict[str, object] = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$schema": JSON_SCHEMA_DRAFT,
         "title": "harness scenario file",
         "description": "One scenario, or a list of scenarios.",
     }
@@ -298,6 +378,147 @@ def cassettes_import_vcr(sources: tuple[Path, ...], out_dir: Path) -> None:
 
     report = _or_invalid(lambda: import_vcr(list(sources), out_dir))
     click.echo(report.summary())
+
+
+@main.group()
+def modules() -> None:
+    """The reference modules' declared contracts (inputs, outputs, configuration, failures)."""
+
+
+@modules.command("list")
+def modules_list() -> None:
+    """One row per module: name, version, and how many inputs, outputs and failures it has."""
+    from harness.metadata import MODULES
+
+    table = Table(title="harness modules")
+    for column in (
+        "name",
+        "module",
+        "version",
+        "inputs",
+        "outputs",
+        "config",
+        "network",
+        "failures",
+    ):
+        table.add_column(column)
+    for key, metadata in MODULES.items():
+        table.add_row(
+            key,
+            metadata.name,
+            metadata.version or "-",
+            str(len(metadata.inputs)),
+            str(len(metadata.outputs)),
+            str(len(metadata.configuration)),
+            "outbound" if metadata.network.outbound else "none",
+            str(len(metadata.failures)),
+        )
+    _wide_console().print(table)
+
+
+@modules.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the metadata as JSON.")
+def modules_show(name: str, as_json: bool) -> None:
+    """Print the declared contract of NAME (completion, decision or forced-completion)."""
+    from rich.markup import escape
+
+    from harness.metadata import module_metadata
+
+    metadata = _or_invalid(lambda: module_metadata(name))
+    if as_json:
+        click.echo(metadata.model_dump_json(indent=2))
+        return
+    console = _wide_console()
+    version = f" v{metadata.version}" if metadata.version else ""
+    console.print(f"[bold]{escape(metadata.name)}[/bold]{version}", highlight=False)
+    console.print(escape(metadata.summary), highlight=False)
+    inputs = Table(title="inputs")
+    for column in ("input", "type", "required", "default", "classification", "description"):
+        inputs.add_column(column)
+    for field in metadata.inputs:
+        description = field.description + (f" ({field.constraints})" if field.constraints else "")
+        inputs.add_row(
+            field.name,
+            escape(field.type),
+            "yes" if field.required else "no",
+            "-" if field.default is None else str(field.default),
+            field.classification or "-",
+            escape(description),
+        )
+    outputs = Table(title="outputs")
+    for column in ("output", "type", "condition", "description"):
+        outputs.add_column(column)
+    for output in metadata.outputs:
+        outputs.add_row(
+            output.name, escape(output.type), output.condition, escape(output.description)
+        )
+    configuration = Table(title="configuration")
+    for column in ("field", "type", "default", "description"):
+        configuration.add_column(column)
+    for config in metadata.configuration:
+        configuration.add_row(
+            config.name,
+            escape(config.type),
+            "none" if config.default is None else str(config.default),
+            escape(config.description),
+        )
+    failures = Table(title="failures")
+    for column in ("failure", "code", "retryable", "cause", "recovery"):
+        failures.add_column(column)
+    for failure in metadata.failures:
+        failures.add_row(
+            escape(failure.name),
+            failure.code,
+            escape(failure.retryable),
+            escape(failure.cause),
+            escape(failure.recovery),
+        )
+    for table in (inputs, outputs):
+        console.print(table)
+    if metadata.configuration:
+        console.print(configuration)
+    else:
+        console.print("configuration: none", highlight=False)
+    network = metadata.network
+    console.print(
+        "network: "
+        + (escape(f"{network.target}; {network.hosts}") if network.outbound else "none")
+        + f"\n  {escape(network.description)}",
+        highlight=False,
+    )
+    console.print(failures)
+
+
+@main.group()
+def stores() -> None:
+    """Inspect durable stores."""
+
+
+@stores.command("check")
+@click.argument("url")
+def stores_check(url: str) -> None:
+    """Compare the store at URL with the schema this harness expects; exit 1 on any difference.
+
+    Never migrates or writes: SQLite opens read-only, PostgreSQL in a read-only session.
+    """
+    from harness.stores.check import check_store
+
+    result = _or_invalid(lambda: check_store(url))
+    for difference in result.differences:
+        click.echo(f"- {difference}")
+    if result.matches:
+        click.echo(
+            f"{result.kind} store matches the expected schema (version {result.expected_version})"
+        )
+        return
+    click.echo(f"{len(result.differences)} difference(s) from the expected schema", err=True)
+    sys.exit(EXIT_FAILED)
+
+
+def _wide_console() -> Console:
+    """A console at least 120 columns wide, so contract tables stay readable in a pipe."""
+    return Console(width=max(Console().width, 120))
 
 
 def _or_invalid(action: Callable[[], _T]) -> _T:

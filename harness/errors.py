@@ -77,6 +77,38 @@ class ExpressionError(HarnessError, ValueError):
     code: ClassVar[str] = "expression_invalid"
 
 
+class UnknownModuleError(HarnessError, LookupError):
+    """A module name that `harness.metadata` does not know; the message lists the known ones."""
+
+    code: ClassVar[str] = "module_unknown"
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(f"expected one of {', '.join(known)} but got name={name!r} (type=str)")
+
+    def __str__(self) -> str:  # LookupError would quote the whole message
+        return str(self.args[0])
+
+
+class PublishRefusedError(HarnessError, ValueError):
+    """`xema/publish-kb` cannot publish what it was given, and says what it needs instead.
+
+    Its artifact branch requires an artifact version with `mode: inline` and a `payload.body`
+    (a `json_payload` handoff artifact has neither), and its inline branch requires a markdown
+    body (an agent's `outputs.response` is always null). The message names the input and the
+    shape it needs, never the content it refused.
+    """
+
+    code: ClassVar[str] = "publish_kb_refused"
+
+
+class StoreUnavailableError(HarnessError):
+    """A store cannot be reached or opened for inspection; the message never holds its URL."""
+
+    code: ClassVar[str] = "store_unavailable"
+
+
 class CassetteError(HarnessError):
     """A cassette cannot be used as it is."""
 

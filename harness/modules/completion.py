@@ -21,14 +21,16 @@ from collections.abc import Mapping
 from typing import Final
 
 from harness.errors import IllegalArgumentException
+from harness.metadata import COMPLETION, ModuleMetadata
 
 INPUT_FINAL_ANSWER: Final = "agentFinalAnswer"
 OUTPUT_FINAL_ANSWER: Final = "finalAnswer"
 OUTPUT_AGENT_OUTCOME: Final = "agentOutcome"
 FINAL_ANSWER_OUTCOME: Final = "final_answer"
 MAX_ANSWER_UTF16_UNITS: Final = 65_536
-REQUIRED_MESSAGE: Final = "agentFinalAnswer is required at agent completion"
-TOO_LONG_MESSAGE: Final = "agentFinalAnswer exceeds the supported length"
+# The exact messages are the seed's, declared once in `harness.metadata.COMPLETION`.
+REQUIRED_MESSAGE: Final = str(COMPLETION.failures[0].message)
+TOO_LONG_MESSAGE: Final = str(COMPLETION.failures[1].message)
 
 _log = logging.getLogger(__name__)
 
@@ -69,6 +71,7 @@ class AgentCompletionModule:
 
     name: Final = "AgentCompletionModule"
     version: Final = "2.0"
+    metadata: Final[ModuleMetadata] = COMPLETION
 
     def __init__(self) -> None:
         self._outputs: dict[str, str] = {}

@@ -31,6 +31,7 @@ from harness.llm.models import (
     SystemFragment,
     UserMessage,
 )
+from harness.metadata import DECISION, ModuleMetadata
 from harness.modules.catalog import (
     ASK_USER_TOOL,
     BUILT_IN_CATALOG,
@@ -47,37 +48,12 @@ from harness.protocol.outcome import EndTurn
 
 _log = logging.getLogger(__name__)
 
-INPUTS: Final = (
-    "llmDetailsId",
-    "sessionId",
-    "agentTask",
-    "agentUserMessage",
-    "agentProjectContext",
-    "agentObservation",
-    "agentArtifactRefs",
-    "agentToolCatalog",
-    "securityContextualToolVisibility",
-    "agentApprovalGranted",
-    "agentApprovalRequest",
-    "agentStep",
-    "agentPreviousFailure",
-    "agentFailureAttempts",
-)
-OUTPUTS: Final = (
-    "agentDecision",
-    "agentDecisionOutcome",
-    "agentRetrievalEvidence",
-    "retrievalReceiptRef",
-    "costTokens",
-    "costCredits",
-    "agentToolCatalog",
-    "agentApprovalGranted",
-)
+# The names and defaults are the module's declared contract (`harness.metadata.DECISION`).
+INPUTS: Final = DECISION.input_names()
+OUTPUTS: Final = DECISION.output_names()
 CONFIGURATION_DEFAULTS: Final[Mapping[str, str | None]] = {
-    "llmDetailsId": None,
-    "modelSelection": "session-default-valor",
-    "taskField": "agentTask",
-    "sessionField": "sessionId",
+    field.name: None if field.default is None else str(field.default)
+    for field in DECISION.configuration
 }
 SELECTION_POLICIES: Final = ("session-default-valor", "first-visible", "name:<visible model name>")
 MAX_RETRIEVAL_EVIDENCE: Final = 4
@@ -143,6 +119,7 @@ class AgentDecisionModule:
 
     name: Final = "AgentDecisionModule"
     version: Final = "2.0"
+    metadata: Final[ModuleMetadata] = DECISION
 
     def __init__(
         self,

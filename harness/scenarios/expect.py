@@ -12,7 +12,14 @@ from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
 from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled, ReasoningEffort
 from harness.protocol.forced import ForcedCompletionState
-from harness.scenarios.format import ChunkExpect, Expect, FragmentsExpect, RequestExpect
+from harness.scenarios.format import (
+    ChunkExpect,
+    DownstreamExpect,
+    Expect,
+    FragmentsExpect,
+    RequestExpect,
+)
+from harness.workflow import WorkflowResult
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,24 @@ def check_agent(
         envelope = result.envelope().model_dump(mode="json", by_alias=True)
         if not _subset(given["envelope"], envelope):
             mismatches.append(Mismatch("envelope", given["envelope"], envelope))
+    return mismatches
+
+
+def check_downstream(wanted: dict[str, DownstreamExpect], result: WorkflowResult) -> list[Mismatch]:
+    """Every mismatch between `expect.downstream` and the workflow's jobs."""
+    mismatches: list[Mismatch] = []
+    for job, expected in wanted.items():
+        actual = result.jobs[job].as_dict()
+        for key, value in expected.given().items():
+            if key == "error_message":
+                message = actual[key]
+                ok = isinstance(message, str) and value in message
+            elif key in ("received", "outputs"):
+                ok = _subset(value, actual[key])
+            else:
+                ok = value == actual[key]
+            if not ok:
+                mismatches.append(Mismatch(f"downstream.{job}.{key}", value, actual[key]))
     return mismatches
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveInt, model_validator
 
 from harness.llm.script import ScriptedReply
+from harness.workflow import Workflow
 
 RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
 StoreName = Literal["memory", "sqlite", "postgres", "redis"]
@@ -172,6 +173,23 @@ class ChunkExpect(ScenarioModel):
     code: str | None = None
 
 
+class DownstreamExpect(ScenarioModel):
+    """What one workflow job received, projected, or failed with. Each given key is checked."""
+
+    status: Literal["succeeded", "failed", "skipped"] | None = None
+    received: JsonValue = Field(
+        default=None, description="the job's resolved `with:` (objects match as subsets)"
+    )
+    outputs: JsonValue = Field(
+        default=None, description="the job's projected outputs (objects match as subsets)"
+    )
+    error_code: str | None = None
+    error_message: str | None = Field(default=None, description="a substring of the message")
+
+    def given(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
 class Expect(ScenarioModel):
     """What must be true at the end. Every key is optional; each given key is checked."""
 
@@ -201,6 +219,9 @@ class Expect(ScenarioModel):
     outputs: dict[str, JsonValue] | None = None
     outcome_record: dict[str, str] | None = None
     envelope: dict[str, JsonValue] | None = None
+    downstream: dict[str, DownstreamExpect] | None = Field(
+        default=None, description="per workflow job: what it received, projected, or failed with"
+    )
 
     def given(self) -> dict[str, Any]:
         """The keys the scenario set, with their values."""
@@ -227,6 +248,7 @@ _AGENT_ONLY = frozenset(
         "store_absent",
         "outcome_record",
         "envelope",
+        "downstream",
     }
 )
 
@@ -261,6 +283,10 @@ class Scenario(ScenarioModel):
     session: SessionSpec | None = None
     tool_policy: ToolPolicySpec | None = None
     faults: list[FaultSpec] = Field(default_factory=list)
+    workflow: Workflow | None = Field(
+        default=None,
+        description="agent scenarios: jobs chained downstream of the run's output envelope",
+    )
     expect: Expect = Field(default_factory=Expect)
 
     @model_validator(mode="after")
@@ -282,6 +308,17 @@ class Scenario(ScenarioModel):
             raise ValueError(
                 f"expect key(s) {', '.join(wrong)} do not apply to a {self.kind} scenario"
             )
+        if self.workflow is not None and self.kind != "agent":
+            raise ValueError(f"a workflow block does not apply to a {self.kind} scenario")
+        if self.expect.downstream is not None:
+            if self.workflow is None:
+                raise ValueError("expect.downstream needs a 'workflow' block")
+            unknown = sorted(set(self.expect.downstream) - set(self.workflow.jobs))
+            if unknown:
+                raise ValueError(
+                    f"expect.downstream names job(s) {', '.join(unknown)} that the workflow does "
+                    f"not have; jobs: {', '.join(self.workflow.jobs)}"
+                )
         return self
 
     def cells(self) -> list[tuple[str, str]]:

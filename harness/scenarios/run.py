@@ -21,10 +21,11 @@ from harness.modules.models_acl import LlmDetails
 from harness.runtimes.base import Fault, RuntimeOptions
 from harness.runtimes.run import run_agent
 from harness.scenarios import build
-from harness.scenarios.expect import Mismatch, check_agent, check_module
+from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
 from harness.scenarios.load import LoadedScenario
 from harness.stores.base import StateStore, StoredRun
 from harness.stores.urls import default_store_url, open_store
+from harness.workflow import run_workflow
 
 STORE_URL_VARIABLES = {"postgres": "HARNESS_POSTGRES_URL", "redis": "HARNESS_REDIS_URL"}
 
@@ -213,7 +214,12 @@ def _run_agent(cell: Cell, options: RunOptions) -> list[Mismatch]:
     finally:
         store.close()
         transport.close()
-    return check_agent(scenario.expect, result, stored.forced_completion if stored else None)
+    mismatches = check_agent(scenario.expect, result, stored.forced_completion if stored else None)
+    if scenario.workflow is not None:
+        downstream = run_workflow(scenario.workflow, result.envelope())
+        if scenario.expect.downstream is not None:
+            mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
+    return mismatches
 
 
 def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:

@@ -17,10 +17,18 @@ _MIGRATION_LOCK = 0x6861726E  # pg_advisory_xact_lock key: migrations run one at
 class PostgresStore:
     """Runs in PostgreSQL; migrations are applied on start-up under an advisory lock."""
 
-    def __init__(self, url: str, *, migrate_to: int = LATEST_VERSION) -> None:
+    def __init__(self, url: str, *, migrate_to: int = LATEST_VERSION, migrate: bool = True) -> None:
+        """Connect and apply pending migrations up to `migrate_to`.
+
+        With `migrate=False` nothing is migrated and the session is read-only
+        (`default_transaction_read_only`), so inspecting a database cannot change it.
+        """
         self.url = url
         self._lock = threading.Lock()
         self._connection = psycopg.connect(url, autocommit=True)
+        if not migrate:
+            self._connection.execute("SET default_transaction_read_only = on")
+            return
         self.migrate(migrate_to)
 
     def migrate(self, target: int = LATEST_VERSION) -> list[int]:
@@ -51,13 +59,33 @@ class PostgresStore:
         return int(row[0] or 0) if row else 0
 
     def columns(self) -> dict[str, tuple[str, bool]]:
+        """Column -> (data type, nullable) of the runs table in the current schema."""
         with self._lock:
             rows = self._connection.execute(
                 "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
-                "WHERE table_name = %s",
+                "WHERE table_name = %s AND table_schema = current_schema()",
                 (RUNS_TABLE,),
             ).fetchall()
         return {row[0]: (str(row[1]).lower(), row[2] == "YES") for row in rows}
+
+    def tables(self) -> list[str]:
+        """The names of the tables in the current schema, sorted."""
+        with self._lock:
+            rows = self._connection.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() ORDER BY table_name"
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def applied_versions(self) -> list[int]:
+        """Every migration version recorded as applied, ascending (empty without the table)."""
+        if MIGRATIONS_TABLE not in self.tables():
+            return []
+        with self._lock:
+            rows = self._connection.execute(
+                f"SELECT version FROM {MIGRATIONS_TABLE} ORDER BY version"
+            ).fetchall()
+        return [int(row[0]) for row in rows]
 
     def load(self, run_id: str) -> StoredRun | None:
         with self._lock:

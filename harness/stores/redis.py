@@ -20,10 +20,12 @@ FIELDS: Final = ("status", "stateJson", "forcedCompletion", "updatedAt")
 class RedisStore:
     """Runs in Redis hashes; a save replaces the run's fields in one transaction."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        """Connect and mark the schema; with `migrate=False` nothing is written."""
         self.url = url
         self._client = redis.Redis.from_url(url, decode_responses=True)
-        self._client.set(SCHEMA_KEY, SCHEMA_VERSION)
+        if migrate:
+            self._client.set(SCHEMA_KEY, SCHEMA_VERSION)
 
     def schema_version(self) -> str | None:
         value = self._client.get(SCHEMA_KEY)
@@ -31,6 +33,19 @@ class RedisStore:
 
     def fields(self, run_id: str) -> list[str]:
         return sorted(str(name) for name in self._client.hkeys(KEY_PREFIX + run_id))
+
+    def run_ids(self, limit: int | None = None) -> list[str]:
+        """The ids of stored runs (at most `limit`), found with SCAN, never KEYS."""
+        found: list[str] = []
+        for key in self._client.scan_iter(match=KEY_PREFIX + "*", count=500):
+            found.append(str(key).removeprefix(KEY_PREFIX))
+            if limit is not None and len(found) >= limit:
+                break
+        return sorted(found)
+
+    def key_type(self, run_id: str) -> str:
+        """The Redis type of a run's key (`hash` for every run this store wrote)."""
+        return str(self._client.type(KEY_PREFIX + run_id))
 
     def load(self, run_id: str) -> StoredRun | None:
         data = self._client.hgetall(KEY_PREFIX + run_id)

@@ -21,11 +21,29 @@ class SQLiteStore:
     """Runs in a SQLite file (WAL journal, synchronous=NORMAL); `forced_completion` is a nullable
     JSON column."""
 
-    def __init__(self, path: str | Path, *, migrate_to: int = LATEST_VERSION) -> None:
+    def __init__(
+        self, path: str | Path, *, migrate_to: int = LATEST_VERSION, migrate: bool = True
+    ) -> None:
+        """Open (creating and migrating) the database at `path`.
+
+        With `migrate=False` the file is opened read-only and left exactly as it is: nothing
+        is created, no migration runs and the journal mode is not touched (what a schema-drift
+        check needs). A missing file is then an error, never an empty database.
+        """
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        if not migrate:
+            if not self.path.is_file():
+                raise StoreError(f"no SQLite database at {self.path}: the file does not exist")
+            self._connection = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA journal_mode=WAL")
         # WAL with synchronous=NORMAL: a commit survives a crash of the process (what resuming a
@@ -68,11 +86,35 @@ class SQLiteStore:
             ).fetchone()
         return int(row[0] or 0)
 
+    def applied_versions(self) -> list[int]:
+        """Every migration version recorded as applied, ascending (empty without the table)."""
+        if MIGRATIONS_TABLE not in self.tables():
+            return []
+        with self._lock:
+            rows = self._connection.execute(
+                f"SELECT version FROM {MIGRATIONS_TABLE} ORDER BY version"
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def tables(self) -> list[str]:
+        """The names of the database's tables, sorted."""
+        with self._lock:
+            rows = self._connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
     def columns(self) -> dict[str, tuple[str, bool]]:
         """Column -> (declared type, nullable), as the database reports them."""
         with self._lock:
             rows = self._connection.execute(f"PRAGMA table_info({RUNS_TABLE})").fetchall()
         return {row[1]: (str(row[2]).lower(), not row[3]) for row in rows}
+
+    def primary_key(self) -> list[str]:
+        """The runs table's primary-key columns."""
+        with self._lock:
+            rows = self._connection.execute(f"PRAGMA table_info({RUNS_TABLE})").fetchall()
+        return [str(row[1]) for row in rows if row[5]]
 
     def load(self, run_id: str) -> StoredRun | None:
         with self._lock:

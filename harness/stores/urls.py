@@ -49,21 +49,26 @@ def store_kind(url: str) -> str:
     return kinds[scheme]
 
 
+def sqlite_path(url: str) -> str:
+    """The file path of a `sqlite:///relative` or `sqlite:////absolute` URL."""
+    path = url.split("://", 1)[1]
+    path = path[1:] if path.startswith("/") and not path.startswith("//") else path
+    if not path:
+        raise StoreUrlError(
+            "a sqlite URL needs a file path: sqlite:///relative or sqlite:////absolute"
+        )
+    return path
+
+
 def open_store(url: str) -> StateStore:
     """Open (and migrate) the store the URL names."""
     kind = store_kind(url)
     if kind == "memory":
         return MemoryStore()
     if kind == "sqlite":
-        path = url.split("://", 1)[1]
-        path = path[1:] if path.startswith("/") and not path.startswith("//") else path
-        if not path:
-            raise StoreUrlError(
-                "a sqlite URL needs a file path: sqlite:///relative or sqlite:////absolute"
-            )
         from harness.stores.sqlite import SQLiteStore
 
-        return SQLiteStore(path)
+        return SQLiteStore(sqlite_path(url))
     if kind == "postgres":
         from harness.stores.postgres import PostgresStore
 
