@@ -371,8 +371,12 @@ class AgentLoop:
     def _answered(
         self, response: LlmResponse, problems: tuple[str, ...], succeeded: bool
     ) -> list[Message]:
-        """The forced reply and a result for each of its calls, so none is left dangling."""
-        if not response.tool_calls:
+        """The forced reply and a result for each of its calls, so none is left dangling.
+
+        Calls cut off by the token limit are dropped, as in the work phase: their input is
+        incomplete, and some providers cannot even be sent it again.
+        """
+        if not response.tool_calls or response.truncated:
             return list(_text_message(response.text))
         results: list[Message] = [
             AssistantMessage(text=response.text or None, tool_calls=response.tool_calls)

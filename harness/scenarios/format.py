@@ -302,7 +302,8 @@ class Scenario(ScenarioModel):
             raise ValueError(f"a {self.kind} scenario needs an 'input' block (the workflow state)")
         if self.kind == "decision" and self.cassette is None and self.script is None:
             raise ValueError("a decision scenario needs the model's replies: cassette or script")
-        given = self.expect.model_fields_set
+        # keys set to a value (a full dump writes every key, unset ones as null)
+        given = {k for k in self.expect.model_fields_set if getattr(self.expect, k) is not None}
         wrong = sorted(given & (_MODULE_ONLY if self.kind == "agent" else _AGENT_ONLY))
         if wrong:
             raise ValueError(

@@ -1,0 +1,712 @@
+"""Hypothesis strategies for property tests of agents built on `harness`.
+
+Every strategy here is built from small primitives with `st.builds`, `st.fixed_dictionaries` and
+`st.sampled_from` (no heavy `.filter`), so a failing example shrinks to something a person can
+read: one short script, the smallest budget, the first tool name. Generated agents and scripts are
+small on purpose (budgets 0..3, at most 3 work steps) so a property runs hundreds of whole agent
+runs in seconds.
+
+```python
+from hypothesis import given
+from harness.strategies import agent_runs
+from harness.invariants import run_ends_validly
+
+@given(agent_runs())
+def test_my_agent_ends_validly(run):
+    with run.completer() as gateway:
+        run_ends_validly(run_agent(run.agent, gateway, user_message="Go."))
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, cast
+
+import jsonschema
+from hypothesis import strategies as st
+from pydantic import JsonValue
+
+from harness.agent.definition import (
+    FINISH_TOOL,
+    AgentDefinition,
+    AgentTool,
+    Memory,
+    Skill,
+    Skills,
+    Workspace,
+)
+from harness.llm.gateway import GatewayConfig, LlmGateway
+from harness.llm.models import Reasoning, ReasoningDisabled, ReasoningEffort
+from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
+from harness.modules.completion import INPUT_FINAL_ANSWER, MAX_ANSWER_UTF16_UNITS
+from harness.scenarios.format import (
+    AgentSpec,
+    MemorySpec,
+    Scenario,
+    SkillSpec,
+    SkillsSpec,
+    ToolSpec,
+    WorkspaceSpec,
+)
+
+__all__ = [
+    "CANARY",
+    "MODELS",
+    "PROVIDERS",
+    "RUNTIMES",
+    "AgentRun",
+    "ProviderName",
+    "agent_runs",
+    "agents",
+    "completion_inputs",
+    "decision_replies",
+    "decision_states",
+    "invalid_outputs",
+    "output_schemas",
+    "replies",
+    "scenarios",
+    "scripts",
+    "valid_outputs",
+]
+
+ProviderName = Literal["openai", "anthropic"]
+
+PROVIDERS: Final[tuple[ProviderName, ...]] = ("openai", "anthropic")
+"""The providers a scripted reply can be rendered as."""
+RUNTIMES: Final = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
+"""The five runtime profiles `run_agent` accepts."""
+MODELS: Final[dict[ProviderName, tuple[str, ...]]] = {
+    "openai": ("gpt-4o-mini", "gpt-4.1"),
+    "anthropic": ("claude-sonnet-4-5",),
+}
+"""Models that accept tools and a forced tool choice (without extended thinking)."""
+CANARY: Final = "canary-7d1e-secret"
+"""A marker generated into decision states; it must never appear in an error message."""
+
+_PROPERTY_NAMES: Final = ("city", "count", "ok", "score", "note")
+_TOOL_NAMES: Final = ("search", "lookup", "deploy")
+_WORKSPACE_TOOL_NAMES: Final = ("bash", "edit")
+_SCALAR_TYPES: Final = ("string", "integer", "boolean", "number")
+_SAFE_TEXT: Final = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+_WORDS: Final = st.sampled_from(("", "Paris", "done", "It is Paris.", "ok", "é 😀"))
+
+# -- output schemas and values -----------------------------------------------------------------
+
+
+def output_schemas() -> st.SearchStrategy[dict[str, JsonValue]]:
+    """Simple JSON object schemas: 1..3 scalar properties, at least one required.
+
+    At least one property is always required, so `{}` never satisfies a generated schema (a
+    provider that drops malformed tool input to `{}` still produces invalid output). Some schemas
+    forbid additional properties. Shrinks towards `{"city": string}`, required, open.
+    """
+
+    def build(
+        properties: dict[str, str], required_count: int, closed: bool
+    ) -> dict[str, JsonValue]:
+        names = list(properties)
+        schema: dict[str, JsonValue] = {
+            "type": "object",
+            "properties": {name: {"type": kind} for name, kind in properties.items()},
+            "required": list(names[: max(1, min(required_count, len(names)))]),
+        }
+        if closed:
+            schema["additionalProperties"] = False
+        return schema
+
+    return st.builds(
+        build,
+        st.dictionaries(
+            st.sampled_from(_PROPERTY_NAMES), st.sampled_from(_SCALAR_TYPES), min_size=1, max_size=3
+        ),
+        st.integers(1, 3),
+        st.booleans(),
+    )
+
+
+def _value_of(kind: str) -> st.SearchStrategy[JsonValue]:
+    if kind == "string":
+        return _WORDS
+    if kind == "integer":
+        return st.integers(-1000, 1000)
+    if kind == "boolean":
+        return st.booleans()
+    return st.integers(-1000, 1000) | st.floats(-1e6, 1e6, allow_nan=False, width=32)
+
+
+def _wrong_value_for(kind: str) -> st.SearchStrategy[JsonValue]:
+    wrong: dict[str, st.SearchStrategy[JsonValue]] = {
+        "string": st.integers(0, 9) | st.booleans(),
+        "integer": st.sampled_from(["1", 1.5, True]),
+        "boolean": st.sampled_from(["true", 0, 1]),
+        "number": st.sampled_from(["1", True]),
+    }
+    return st.none() | wrong.get(kind, st.none())
+
+
+def _properties(schema: dict[str, JsonValue]) -> dict[str, str]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    kinds: dict[str, str] = {}
+    for name, spec in properties.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        kinds[name] = kind if isinstance(kind, str) else "string"
+    return kinds
+
+
+def _required(schema: dict[str, JsonValue]) -> list[str]:
+    required = schema.get("required")
+    return (
+        [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
+    )
+
+
+def valid_outputs(schema: dict[str, JsonValue]) -> st.SearchStrategy[dict[str, JsonValue]]:
+    """Objects that satisfy `schema` (a schema from `output_schemas()` or of the same shape).
+
+    Every required property is present; optional ones may be. Values are short, so the output
+    also passes the Agent Completion module's length bound. Each value is checked with
+    `jsonschema` before it is returned.
+    """
+    properties = _properties(schema)
+    required = set(_required(schema))
+    mandatory = {name: _value_of(kind) for name, kind in properties.items() if name in required}
+    optional = {name: _value_of(kind) for name, kind in properties.items() if name not in required}
+    return st.fixed_dictionaries(mandatory, optional=optional).map(
+        lambda value: _checked(schema, value, valid=True)
+    )
+
+
+def invalid_outputs(
+    schema: dict[str, JsonValue], *, objects_only: bool = False
+) -> st.SearchStrategy[JsonValue]:
+    """JSON values that violate `schema`: a required property missing, a property of the wrong
+    type, an extra property when the schema is closed, or not an object at all.
+
+    Never a JSON string (a string would be sent as raw argument text). With `objects_only`, only
+    JSON objects (Anthropic's `tool_use.input` is always an object). Checked with `jsonschema`.
+    """
+    properties = _properties(schema)
+    required = _required(schema)
+    valid = valid_outputs(schema)
+    choices: list[st.SearchStrategy[JsonValue]] = []
+    if not objects_only:
+        choices.append(st.sampled_from([None, 0, True, [], [1]]))
+    if required:
+
+        def drop(value: dict[str, JsonValue], name: str) -> JsonValue:
+            return {key: item for key, item in value.items() if key != name}
+
+        choices.append(st.builds(drop, valid, st.sampled_from(required)))
+    if properties:
+
+        def retype(value: dict[str, JsonValue], name: str, wrong: JsonValue) -> JsonValue:
+            return {**value, name: wrong}
+
+        choices.append(
+            st.sampled_from(sorted(properties)).flatmap(
+                lambda name: st.builds(
+                    retype, valid, st.just(name), _wrong_value_for(properties[name])
+                )
+            )
+        )
+    if schema.get("additionalProperties") is False:
+        choices.append(st.builds(lambda value: {**value, "unexpected": 1}, valid))
+    return st.one_of(choices).map(lambda value: _checked(schema, value, valid=False))
+
+
+def _checked(schema: dict[str, JsonValue], value: Any, *, valid: bool) -> Any:
+    is_valid = jsonschema.Draft202012Validator(schema).is_valid(value)
+    if is_valid != valid:  # pragma: no cover - a bug in this module, not in the code under test
+        raise AssertionError(f"generated {value!r} is {'in' if valid else ''}valid for {schema}")
+    return value
+
+
+# -- replies and scripts ------------------------------------------------------------------------
+
+
+def _cut_off(value: JsonValue) -> str:
+    """The raw JSON of `value` cut in half: what a token limit leaves of tool arguments."""
+    import json
+
+    text = json.dumps(value, separators=(",", ":"))
+    return text[: max(1, len(text) // 2)]
+
+
+def replies(
+    schema: dict[str, JsonValue] | None = None,
+    *,
+    tools: Sequence[str] = (),
+    provider_errors: bool = True,
+    provider: ProviderName = "openai",
+) -> st.SearchStrategy[ScriptedReply]:
+    """One model reply as a `ScriptedReply`.
+
+    The kinds: text; text cut off by the token limit; a call to one of `tools` (valid JSON
+    arguments, or raw cut-off JSON); `__finish__` alone with output valid or invalid for `schema`;
+    `__finish__` cut off mid-arguments; `__finish__` with a sibling call (another tool or a second
+    `__finish__`); and, with `provider_errors`, a provider error (HTTP 400/429/500/503/529). Without
+    a `schema`, finish calls use `{"type": "object"}` semantics and carry `{}`.
+
+    Replies are ones `provider` can send: for Anthropic, whose `tool_use.input` is always an
+    object, arguments that are not a JSON object appear only in replies cut off by the token limit.
+    """
+    anthropic = provider == "anthropic"
+    schema = schema or {"type": "object"}
+    finish_valid = valid_outputs(schema) if _properties(schema) else st.just({})
+    finish_output: st.SearchStrategy[JsonValue] = finish_valid
+    if _properties(schema):
+        finish_output = finish_valid | invalid_outputs(schema, objects_only=anthropic)
+
+    def finish(arguments: JsonValue) -> ScriptedToolCall:
+        return ScriptedToolCall(name=FINISH_TOOL, arguments=arguments)
+
+    finish_call = st.builds(finish, finish_output)
+    kinds: list[st.SearchStrategy[ScriptedReply]] = [
+        st.builds(ScriptedReply, text=_WORDS),
+        st.builds(ScriptedReply, text=_WORDS, truncated=st.just(True)),
+        st.builds(lambda call: ScriptedReply(tool_calls=(call,)), finish_call),
+        st.builds(
+            lambda value: ScriptedReply(
+                tool_calls=(ScriptedToolCall(name=FINISH_TOOL, arguments=_cut_off(value)),),
+                truncated=True,
+            ),
+            finish_valid,
+        ),
+    ]
+    sibling_names = [*tools, FINISH_TOOL]
+    kinds.append(
+        st.builds(
+            lambda call, sibling: ScriptedReply(
+                tool_calls=(ScriptedToolCall(name=sibling, arguments={}), call)
+            ),
+            finish_call,
+            st.sampled_from(sibling_names),
+        )
+    )
+    if tools:
+        arguments = cast(
+            "st.SearchStrategy[JsonValue]", st.fixed_dictionaries({}, optional={"q": _WORDS})
+        )
+        if not anthropic:
+            arguments = arguments | st.just('{"q": "Pa')
+        kinds.append(
+            st.builds(
+                lambda name, args, text: ScriptedReply(
+                    text=text, tool_calls=(ScriptedToolCall(name=name, arguments=args),)
+                ),
+                st.sampled_from(list(tools)),
+                arguments,
+                st.none() | _WORDS,
+            )
+        )
+    if provider_errors:
+        kinds.append(
+            st.builds(
+                lambda status, kind: ScriptedReply(
+                    error=ScriptedError(status=status, type=kind, message="scripted failure")
+                ),
+                st.sampled_from([500, 429, 400, 503, 529]),
+                st.sampled_from(["api_error", "rate_limit_error", "overloaded_error"]),
+            )
+        )
+    return st.one_of(kinds)
+
+
+def scripts(
+    agent: AgentDefinition, *, provider_errors: bool = True, provider: ProviderName = "openai"
+) -> st.SearchStrategy[list[ScriptedReply]]:
+    """A whole script for `agent`: exactly `max_steps + max_completion_retries` replies, the most
+    model calls one run of `agent` can make, so a run never exhausts its script.
+
+    Replies call the agent's own tools (see `replies`). Shrinks towards text-only scripts.
+    """
+    length = agent.max_steps + agent.max_completion_retries
+    tools = [tool.name for tool in agent.all_tools()]
+    return st.lists(
+        replies(
+            agent.output_schema, tools=tools, provider_errors=provider_errors, provider=provider
+        ),
+        min_size=length,
+        max_size=length,
+    )
+
+
+# -- agents -------------------------------------------------------------------------------------
+
+
+def _tools(names: tuple[str, ...]) -> st.SearchStrategy[tuple[AgentTool, ...]]:
+    def build(chosen: list[str], failing: bool, gated: bool) -> tuple[AgentTool, ...]:
+        return tuple(
+            AgentTool(
+                name=name,
+                description=f"The {name} tool.",
+                parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+                result={"hits": [name]},
+                error="tool failed" if failing and index == 0 else None,
+                requires_approval=gated and index == len(chosen) - 1,
+            )
+            for index, name in enumerate(chosen)
+        )
+
+    return st.builds(
+        build,
+        st.lists(st.sampled_from(names), unique=True, max_size=2),
+        st.booleans(),
+        st.booleans(),
+    )
+
+
+def _skills() -> st.SearchStrategy[Skills | None]:
+    skill = st.builds(
+        Skill, name=st.sampled_from(["cite", "style"]), description=_WORDS, body=_WORDS
+    )
+    return st.none() | st.builds(
+        Skills,
+        catalog=st.lists(skill, max_size=2).map(tuple),
+        preloaded=st.lists(skill, max_size=1).map(tuple),
+    )
+
+
+def _reasonings() -> st.SearchStrategy[Reasoning | None]:
+    return st.one_of(
+        st.none(),
+        st.just(ReasoningDisabled()),
+        st.builds(ReasoningEffort, effort=st.sampled_from(["minimal", "low", "medium", "high"])),
+    )
+
+
+def agents(
+    *,
+    provider: ProviderName = "openai",
+    output_schema: bool = True,
+    budgets: st.SearchStrategy[int] | None = None,
+    max_steps: st.SearchStrategy[int] | None = None,
+) -> st.SearchStrategy[AgentDefinition]:
+    """`AgentDefinition`s with an output schema (unless `output_schema=False`), a forced-completion
+    budget of 0..3, 1..3 steps, 0..2 tools (one may fail, one may need approval), and optionally
+    skills, a workspace (with its own tools), memories, streaming and reasoning.
+
+    Reasoning on Anthropic (extended thinking) makes a forced call impossible: such runs fail with
+    `framework_completion_tool_choice_unsupported`, which is one of the documented outcomes.
+    """
+    schema: st.SearchStrategy[dict[str, JsonValue] | None] = (
+        output_schemas() if output_schema else st.none()
+    )
+    return st.builds(
+        AgentDefinition,
+        system_prompt=st.just("You find capitals."),
+        model=st.sampled_from(MODELS[provider]),
+        tools=_tools(_TOOL_NAMES),
+        output_schema=schema,
+        max_steps=max_steps if max_steps is not None else st.integers(1, 3),
+        max_completion_retries=budgets if budgets is not None else st.integers(0, 3),
+        max_tokens=st.none() | st.just(256),
+        reasoning=_reasonings(),
+        stream=st.booleans(),
+        skills=_skills(),
+        workspace=st.none()
+        | st.builds(
+            Workspace, fragment=st.just("Workspace at /work."), tools=_tools(_WORKSPACE_TOOL_NAMES)
+        ),
+        memory=st.none()
+        | st.builds(Memory, memories=st.lists(_WORDS.filter(bool), max_size=2).map(tuple)),
+    )
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """A generated agent, the provider its replies are rendered as, and its script."""
+
+    agent: AgentDefinition
+    provider: ProviderName
+    replies: tuple[ScriptedReply, ...]
+
+    def transport(self) -> ScriptTransport:
+        """A fresh script transport (each run needs its own: it remembers its position)."""
+        return ScriptTransport(self.provider, list(self.replies))
+
+    def completer(self) -> LlmGateway:
+        """A fresh gateway over a fresh script transport, through the real provider adapter.
+
+        Close it when done (it is a context manager).
+        """
+        config = GatewayConfig(provider=self.provider, base_url="https://scripted.invalid")
+        return LlmGateway(config, transport=self.transport())
+
+
+def agent_runs(
+    *,
+    providers: Sequence[ProviderName] = PROVIDERS,
+    provider_errors: bool = True,
+    output_schema: bool = True,
+    budgets: st.SearchStrategy[int] | None = None,
+    max_steps: st.SearchStrategy[int] | None = None,
+) -> st.SearchStrategy[AgentRun]:
+    """An agent (see `agents`), a provider and a script long enough for any run of the agent."""
+
+    def for_provider(provider: ProviderName) -> st.SearchStrategy[AgentRun]:
+        return agents(
+            provider=provider, output_schema=output_schema, budgets=budgets, max_steps=max_steps
+        ).flatmap(
+            lambda agent: st.builds(
+                AgentRun,
+                st.just(agent),
+                st.just(provider),
+                scripts(agent, provider_errors=provider_errors, provider=provider).map(tuple),
+            )
+        )
+
+    return st.sampled_from(list(providers)).flatmap(for_provider)
+
+
+# -- the Agent Decision module -------------------------------------------------------------------
+
+
+def _cyclic_list(items: list[JsonValue]) -> list[Any]:
+    value: list[Any] = list(items)
+    value.append(value)
+    return value
+
+
+def _cyclic_dict(items: dict[str, JsonValue]) -> dict[str, Any]:
+    value: dict[str, Any] = dict(items)
+    value["self"] = value
+    value["nested"] = {"back": value}
+    return value
+
+
+def _deep(depth: int) -> JsonValue:
+    value: JsonValue = CANARY
+    for level in range(depth):
+        value = {"level": level, "inner": value} if level % 2 else [value]
+    return value
+
+
+def _wide(count: int) -> list[JsonValue]:
+    return [f"{CANARY}-{index}" for index in range(count)]
+
+
+def _long(units: int, astral: bool) -> str:
+    if astral:
+        return CANARY + "😀" * ((units - len(CANARY)) // 2)
+    return CANARY + "x" * (units - len(CANARY))
+
+
+def _state_values() -> st.SearchStrategy[Any]:
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(), _WORDS, st.just(CANARY))
+    nested = st.recursive(
+        leaves,
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(st.sampled_from(["a", "b", "c"]), children, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    return st.one_of(
+        nested,
+        st.builds(_deep, st.integers(0, 12)),
+        st.builds(_wide, st.sampled_from([0, 1, 63, 64, 65, 100])),
+        st.builds(_long, st.sampled_from([15_999, 16_000, 16_001, 40_000]), st.booleans()),
+        st.builds(_cyclic_list, st.lists(leaves, max_size=2)),
+        st.builds(_cyclic_dict, st.dictionaries(st.sampled_from(["a", "b"]), leaves, max_size=2)),
+        st.sampled_from([b"bytes", {1, 2}, float("nan"), {1: "int key"}]),
+    )
+
+
+def decision_states() -> st.SearchStrategy[dict[str, Any]]:
+    """Workflow states for `AgentDecisionModule.execute`: any subset of its inputs, with values
+    that are deep (up to 12 levels), wide (up to 100 items), long (around the 16,000-unit text
+    bound, astral characters included), cyclic (lists and dicts that contain themselves), not
+    JSON-safe (bytes, sets, NaN, integer keys), or wrongly typed (a string step, a granted approval
+    without a request). Many values carry `CANARY`, which no error may repeat.
+
+    Values are mutable and may be cyclic; compare them by identity, never by `==`.
+    """
+    values = _state_values()
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "agentTask": values,
+            "agentUserMessage": _WORDS | st.builds(_long, st.just(16_001), st.booleans()),
+            "agentProjectContext": st.dictionaries(
+                st.sampled_from(["repo", "env"]), values, max_size=2
+            ),
+            "agentObservation": values,
+            "agentArtifactRefs": st.lists(values, max_size=3),
+            "agentApprovalGranted": st.booleans(),
+            "agentApprovalRequest": st.fixed_dictionaries({"action": st.just(f"deploy {CANARY}")}),
+            "agentStep": st.integers(0, 5) | st.sampled_from([-1, "3", True]),
+            "agentPreviousFailure": _WORDS,
+            "agentFailureAttempts": st.integers(0, 3),
+            "sessionId": st.just("session-42"),
+        },
+    )
+
+
+def decision_replies() -> st.SearchStrategy[ScriptedReply]:
+    """Replies a decision model could give: calls to the built-in catalog (by wire name) and the
+    control tools, with valid or broken arguments, siblings, unknown tools, text, cut-off text,
+    refusals and provider errors."""
+    names = st.sampled_from(
+        [
+            "workflow_execution_inspect",
+            "artifact_read",
+            "agent_ask_user",
+            "agent_wait_approval",
+            "not_in_catalog",
+        ]
+    )
+    arguments = cast(
+        "st.SearchStrategy[JsonValue]",
+        st.sampled_from(
+            [{}, {"executionId": "release-42"}, {"question": "Which env?"}, {"reason": "deploy"}]
+        )
+        | st.sampled_from(['{"executionId": "rel', "[1]"]),
+    )
+    call = st.builds(ScriptedToolCall, name=names, arguments=arguments)
+    return st.one_of(
+        st.builds(ScriptedReply, text=_WORDS),
+        st.builds(ScriptedReply, text=_WORDS, truncated=st.just(True)),
+        st.builds(ScriptedReply, text=_WORDS, stop=st.just("refusal")),
+        st.builds(ScriptedReply, tool_calls=st.lists(call, min_size=1, max_size=2).map(tuple)),
+        st.builds(
+            lambda status: ScriptedReply(error=ScriptedError(status=status)),
+            st.sampled_from([500, 429, 400]),
+        ),
+    )
+
+
+# -- the Agent Completion module -----------------------------------------------------------------
+
+
+class _Shouting:
+    """An object with a `__str__`: the completion module must refuse it, never convert it."""
+
+    def __str__(self) -> str:
+        return "converted"
+
+
+class _StrSubclass(str):
+    """A `str` subclass whose `__str__` lies: the module must copy the plain characters."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return "lie"
+
+
+_JAVA_BLANKS: Final = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\u2028\u2029\u3000\u2003"
+_CONTENT_LOOKALIKES: Final = "\u00a0\u2007\u202f\u200b\x85"
+
+
+def completion_inputs() -> st.SearchStrategy[dict[str, object]]:
+    """Workflow states for `AgentCompletionModule.execute`: `{"agentFinalAnswer": value}` or `{}`.
+
+    Values are any Python value: text (short, blank by Java's definition, non-breaking spaces and
+    zero-width spaces that are content, and lengths around the 65,536 UTF-16 unit bound counted in
+    ASCII, astral and mixed characters), `str` subclasses, None, bytes, numbers, booleans, lists,
+    dicts, and objects with a `__str__`.
+    """
+    limit = MAX_ANSWER_UTF16_UNITS
+    boundary = st.integers(-2, 2).map(lambda delta: limit + delta)
+    texts = st.one_of(
+        _SAFE_TEXT,
+        st.text(alphabet=st.sampled_from(_JAVA_BLANKS), max_size=5),
+        st.text(
+            alphabet=st.sampled_from(_JAVA_BLANKS + _CONTENT_LOOKALIKES), min_size=1, max_size=5
+        ),
+        boundary.map(lambda units: "a" * units),
+        boundary.map(lambda units: "😀" * (units // 2) + "a" * (units % 2)),
+        boundary.map(lambda units: "a" * (units - 2) + "😀"),
+        st.builds(_StrSubclass, _WORDS),
+    )
+    others = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.binary(max_size=5),
+        st.lists(_WORDS, max_size=2),
+        st.dictionaries(_WORDS, _WORDS, max_size=2),
+        st.builds(_Shouting),
+    )
+    present = st.builds(lambda value: {INPUT_FINAL_ANSWER: value}, texts | others)
+    return present | st.just({})
+
+
+# -- scenarios ----------------------------------------------------------------------------------
+
+
+def _tool_spec(tool: AgentTool) -> ToolSpec:
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        parameters=tool.parameters,
+        result=tool.result,
+        error=tool.error,
+        requires_approval=tool.requires_approval,
+    )
+
+
+def _agent_spec(agent: AgentDefinition) -> AgentSpec:
+    reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
+    if isinstance(agent.reasoning, ReasoningEffort):
+        reasoning = agent.reasoning.effort
+    elif isinstance(agent.reasoning, ReasoningDisabled):
+        reasoning = "disabled"
+    skills = agent.skills
+    return AgentSpec(
+        system_prompt=agent.system_prompt,
+        output_schema=agent.output_schema,
+        max_steps=agent.max_steps,
+        max_completion_retries=agent.max_completion_retries,
+        max_tokens=agent.max_tokens,
+        reasoning=reasoning,
+        stream=agent.stream,
+        tools=[_tool_spec(tool) for tool in agent.tools],
+        skills=SkillsSpec(
+            catalog=[SkillSpec(name=s.name, description=s.description) for s in skills.catalog],
+            preloaded=[SkillSpec(name=s.name, body=s.body) for s in skills.preloaded],
+        )
+        if skills is not None
+        else None,
+        workspace=WorkspaceSpec(
+            fragment=agent.workspace.fragment,
+            tools=[_tool_spec(tool) for tool in agent.workspace.tools],
+        )
+        if agent.workspace is not None
+        else None,
+        memory=MemorySpec(memories=list(agent.memory.memories))
+        if agent.memory is not None
+        else None,
+    )
+
+
+def scenarios(*, provider_errors: bool = True) -> st.SearchStrategy[Scenario]:
+    """Valid agent `Scenario`s with a script: a generated agent and its script, a non-empty subset
+    of the runtime profiles, the memory store, and no expectations (every run of a valid scenario
+    satisfies an empty `expect`). Add your own `expect` with `model_copy(update=...)`."""
+
+    def build(run: AgentRun, runtimes: list[str], name: str) -> Scenario:
+        return Scenario.model_validate(
+            {
+                "name": name,
+                "provider": run.provider,
+                "model": run.agent.model,
+                "runtimes": runtimes,
+                "stores": ["memory"],
+                "script": [reply.model_dump(exclude_defaults=True) for reply in run.replies],
+                "agent": _agent_spec(run.agent).model_dump(exclude_defaults=True),
+            }
+        )
+
+    return st.builds(
+        build,
+        agent_runs(provider_errors=provider_errors),
+        st.lists(st.sampled_from(RUNTIMES), min_size=1, max_size=3, unique=True),
+        st.sampled_from(["generated", "generated-agent", "property"]),
+    )
