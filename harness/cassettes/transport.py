@@ -161,29 +161,32 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             recorded_for_key=len(self.cassette.by_key.get(key, ())),
         )
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        request.read()
+    def _answer(self, request: httpx.Request) -> tuple[httpx.Response | None, str]:
+        """The replayed response and the key; None when the request must be recorded."""
         key = self.key_for(request)
         index = self._take(key)
         if index is not None:
-            return self._replay(index)
+            return self._replay(index), key
         if not self.recording:
             raise self._miss(request, key)
+        return None, key
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+        replayed, key = self._answer(request)
+        if replayed is not None:
+            return replayed
         if self.inner is None:
             self.inner = httpx.HTTPTransport()
         if not isinstance(self.inner, httpx.BaseTransport):
             raise RecordModeError("a sync client needs a sync inner transport to record")
-        response = self.inner.handle_request(request)
-        return self._recording_response(request, key, response)
+        return self._recording_response(request, key, self.inner.handle_request(request))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
-        key = self.key_for(request)
-        index = self._take(key)
-        if index is not None:
-            return self._replay(index)
-        if not self.recording:
-            raise self._miss(request, key)
+        replayed, key = self._answer(request)
+        if replayed is not None:
+            return replayed
         if self.inner is None:
             self.inner = httpx.AsyncHTTPTransport()
         if not isinstance(self.inner, httpx.AsyncBaseTransport):
