@@ -190,10 +190,23 @@ class DownstreamExpect(ScenarioModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
 
+class StoreCheckSpec(ScenarioModel):
+    """A store for `harness stores check`: created at `schema_version` as that release wrote it,
+    with optional drift (`extra_columns`) added by hand."""
+
+    store: Literal["sqlite"] = "sqlite"
+    schema_version: int = Field(default=3, ge=1)
+    extra_columns: list[str] = Field(default_factory=list)
+
+
 class Expect(ScenarioModel):
     """What must be true at the end. Every key is optional; each given key is checked."""
 
     status: Literal["completed", "failed"] | None = None
+    differences: list[str] | None = Field(
+        default=None,
+        description="store_check: each is a substring of one reported schema difference",
+    )
     error_code: str | None = None
     error_type: str | None = None
     error_message: str | None = Field(default=None, description="a substring of the message")
@@ -266,7 +279,7 @@ class Scenario(ScenarioModel):
 
     name: str = Field(min_length=1)
     description: str = ""
-    kind: Literal["agent", "decision", "completion"] = "agent"
+    kind: Literal["agent", "decision", "completion", "store_check"] = "agent"
     tags: list[str] = Field(default_factory=list)
     runtimes: list[RuntimeName] = Field(default_factory=_default_runtimes, min_length=1)
     stores: list[StoreName] = Field(default_factory=_default_stores, min_length=1)
@@ -282,6 +295,7 @@ class Scenario(ScenarioModel):
     models: list[ModelSpec] = Field(default_factory=list)
     session: SessionSpec | None = None
     tool_policy: ToolPolicySpec | None = None
+    store_check: StoreCheckSpec | None = None
     faults: list[FaultSpec] = Field(default_factory=list)
     workflow: Workflow | None = Field(
         default=None,
@@ -298,13 +312,19 @@ class Scenario(ScenarioModel):
                 raise ValueError("an agent scenario needs an 'agent' block")
             if self.cassette is None and self.script is None:
                 raise ValueError("an agent scenario needs the model's replies: cassette or script")
+        if self.kind == "store_check" and self.store_check is None:
+            raise ValueError("a store_check scenario needs a 'store_check' block")
         if self.kind in ("decision", "completion") and self.input is None:
             raise ValueError(f"a {self.kind} scenario needs an 'input' block (the workflow state)")
         if self.kind == "decision" and self.cassette is None and self.script is None:
             raise ValueError("a decision scenario needs the model's replies: cassette or script")
         # keys set to a value (a full dump writes every key, unset ones as null)
         given = {k for k in self.expect.model_fields_set if getattr(self.expect, k) is not None}
-        wrong = sorted(given & (_MODULE_ONLY if self.kind == "agent" else _AGENT_ONLY))
+        not_applicable = {
+            "agent": _MODULE_ONLY | {"differences"},
+            "store_check": (_MODULE_ONLY | _AGENT_ONLY) - {"differences"},
+        }.get(self.kind, _AGENT_ONLY | {"differences"})
+        wrong = sorted(given & not_applicable)
         if wrong:
             raise ValueError(
                 f"expect key(s) {', '.join(wrong)} do not apply to a {self.kind} scenario"

@@ -101,6 +101,8 @@ def run_cell(cell: Cell, options: RunOptions) -> CellResult:
             result.mismatches = _run_agent(cell, options)
         elif kind == "decision":
             result.mismatches = _run_decision(cell, options)
+        elif kind == "store_check":
+            result.mismatches = _run_store_check(cell)
         else:
             result.mismatches = _run_completion(cell)
     except (HarnessError, AssertionError) as error:
@@ -279,6 +281,38 @@ def _run_completion(cell: Cell) -> list[Mismatch]:
         error = caught
         outputs = dict(module.outputs)
     return check_module(scenario.expect, outputs=outputs, error=error)
+
+
+def _run_store_check(cell: Cell) -> list[Mismatch]:
+    """Create the described store in a temporary folder, then check it as `harness stores check`
+    would: status `completed` when it matches, `failed` with its differences otherwise."""
+    import sqlite3
+    import tempfile
+
+    from harness.stores.check import check_store
+    from harness.stores.migrations import RUNS_TABLE
+    from harness.stores.sqlite import SQLiteStore
+
+    spec = cell.loaded.scenario.store_check
+    assert spec is not None
+    with tempfile.TemporaryDirectory(prefix="harness-store-check-") as folder:
+        path = Path(folder) / "runs.sqlite3"
+        SQLiteStore(path, migrate_to=spec.schema_version).close()
+        with sqlite3.connect(path) as connection:
+            for column in spec.extra_columns:
+                connection.execute(f'ALTER TABLE {RUNS_TABLE} ADD COLUMN "{column}" TEXT')
+        found = check_store(f"sqlite:///{path}")
+    differences = [str(difference) for difference in found.differences]
+    expect = cell.loaded.scenario.expect
+    mismatches: list[Mismatch] = []
+    status = "completed" if found.matches else "failed"
+    if expect.status is not None and expect.status != status:
+        mismatches.append(Mismatch("status", expect.status, status))
+    for wanted in expect.differences or []:
+        if not any(wanted in difference for difference in differences):
+            mismatches.append(Mismatch("differences", wanted, differences))
+            break
+    return mismatches
 
 
 def run_scenario(loaded: LoadedScenario, options: RunOptions | None = None) -> list[CellResult]:

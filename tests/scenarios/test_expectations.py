@@ -105,3 +105,35 @@ def test_an_openai_refusal_is_a_refusal(tmp_path: Path) -> None:
         "  status: failed\n  error_type: AgentDecisionProtocolException\n",
     )
     assert run(tmp_path, text) == []
+
+
+STORE_CHECK = """\
+name: drift
+kind: store_check
+store_check: {{schema_version: {version}}}
+expect:
+  status: {status}
+  differences: [{difference}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "status", "difference", "mismatches"),
+    [
+        (2, "failed", "forced_completion", []),
+        (2, "completed", "forced_completion", ["status"]),
+        (3, "failed", "forced_completion", ["status", "differences"]),
+    ],
+)
+def test_store_check_scenarios(
+    tmp_path: Path, version: int, status: str, difference: str, mismatches: list[str]
+) -> None:
+    text = STORE_CHECK.format(version=version, status=status, difference=difference)
+    assert run(tmp_path, text) == mismatches
+
+
+def test_store_check_needs_its_block(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: x\nkind: store_check\n", encoding="utf-8")
+    with pytest.raises(ScenarioFileError, match="needs a 'store_check' block"):
+        load_scenarios([path])
