@@ -31,8 +31,9 @@ CANONICAL_STOP_REASONS: tuple[CanonicalStopReason, ...] = (
 class StopKind(WireModel):
     """Why a model turn or an agent run stopped: a tagged union on `kind`.
 
-    Build a variant with `StopKind.EndTurn()`, `StopKind.Error(message=...)` and so on, or decode
-    any JSON form with `StopKind.parse(...)`. The detail of `Error` and `Other` never reaches the
+    Build a variant with `StopKind.EndTurn()`, `StopKind.Error(message=...)` and so on (or
+    `StopKind.end_turn()`, `StopKind.error("...")`, ...), or decode any JSON form with
+    `StopKind.parse(...)`. The detail of `Error` and `Other` never reaches the
     canonical string: the canonical vocabulary is closed.
     """
 
@@ -54,6 +55,30 @@ class StopKind(WireModel):
     def canonical_stop_reason(self) -> CanonicalStopReason:
         """The canonical snake_case `stop_reason`: the one mapping onto the outcome record."""
         return _CANONICAL[self.kind]
+
+    @staticmethod
+    def end_turn() -> StopKind:
+        return EndTurn()
+
+    @staticmethod
+    def tool_use() -> StopKind:
+        return ToolUse()
+
+    @staticmethod
+    def limit_reached() -> StopKind:
+        return LimitReached()
+
+    @staticmethod
+    def cancelled() -> StopKind:
+        return Cancelled()
+
+    @staticmethod
+    def error(message: str) -> StopKind:
+        return ErrorStop(message=message)
+
+    @staticmethod
+    def other(reason: str) -> StopKind:
+        return OtherStop(reason=reason)
 
     @staticmethod
     def parse(value: object) -> AnyStopKind:

@@ -124,3 +124,12 @@ def test_stop_kind_refuses_unknown_tags_and_missing_details() -> None:
         StopKind.parse({"kind": "error"})
     with pytest.raises(TypeError, match="variants"):
         StopKind(kind="end_turn")
+
+
+def test_snake_case_constructors_build_the_same_variants() -> None:
+    assert StopKind.end_turn() == StopKind.EndTurn()
+    assert StopKind.tool_use().canonical_stop_reason() == "tool_use"
+    assert StopKind.limit_reached().canonical_stop_reason() == "limit_reached"
+    assert StopKind.cancelled().canonical_stop_reason() == "cancelled"
+    assert StopKind.error("boom") == StopKind.Error(message="boom")
+    assert StopKind.other("pause_turn") == StopKind.Other(reason="pause_turn")
