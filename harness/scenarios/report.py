@@ -21,6 +21,11 @@ def failure_lines(result: CellResult) -> list[str]:
     ]
     if result.error is not None:
         lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: {result.error}")
+    if lines and result.run_id is not None:
+        lines.append(
+            f"{loaded.path}:{loaded.line} {result.cell.id}: its run is kept in the "
+            f"{result.cell.store} store as run_id {result.run_id!r}"
+        )
     return lines
 
 
@@ -50,6 +55,7 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
                 "duration_seconds": round(r.duration, 6),
                 "error": r.error,
                 "error_code": r.error_code,
+                "run_id": r.run_id,
                 "mismatches": [
                     {
                         "key": m.key,

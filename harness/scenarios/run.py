@@ -72,6 +72,8 @@ class CellResult:
     error: str | None = None
     error_code: str | None = None
     duration: float = 0.0
+    run_id: str | None = None
+    """A failing agent cell's run, kept in its store for inspection (passing runs are deleted)."""
 
     @property
     def passed(self) -> bool:
@@ -98,7 +100,7 @@ def run_cell(cell: Cell, options: RunOptions) -> CellResult:
     try:
         kind = cell.loaded.scenario.kind
         if kind == "agent":
-            result.mismatches = _run_agent(cell, options)
+            result.mismatches = _run_agent(cell, options, result)
         elif kind == "decision":
             result.mismatches = _run_decision(cell, options)
         elif kind == "store_check":
@@ -140,6 +142,9 @@ class _SharedStore:
     def save(self, run: StoredRun) -> None:
         self._store.save(run)
 
+    def delete(self, run_id: str) -> bool:
+        return self._store.delete(run_id)
+
     def close(self) -> None:
         return None
 
@@ -179,7 +184,9 @@ def _store(kind: str, options: RunOptions) -> StateStore:
     return _shared(url)
 
 
-def _run_agent(cell: Cell, options: RunOptions) -> list[Mismatch]:
+def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mismatch]:
+    """Run the agent cell; a passing cell's stored run is deleted, a failing one's is kept and
+    named in `outcome.run_id` so it can be inspected."""
     scenario = cell.loaded.scenario
     if options.model:
         scenario = scenario.model_copy(update={"model": options.model})
@@ -191,6 +198,8 @@ def _run_agent(cell: Cell, options: RunOptions) -> list[Mismatch]:
     )
     store = _store(cell.store, options)
     run_id = f"{scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
+    if cell.store != "memory":  # a memory store is gone with its cell
+        outcome.run_id = run_id
     try:
         gateway = _gateway(scenario.provider, transport)
         result = run_agent(
@@ -213,14 +222,22 @@ def _run_agent(cell: Cell, options: RunOptions) -> list[Mismatch]:
             ),
         )
         stored = store.load(run_id)
+        transport.close()
+        mismatches = check_agent(
+            scenario.expect, result, stored.forced_completion if stored else None
+        )
+        if scenario.workflow is not None:
+            downstream = run_workflow(scenario.workflow, result.envelope())
+            if scenario.expect.downstream is not None:
+                mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
+        if not mismatches:
+            # The run has served its purpose; deleting it keeps the default store from growing
+            # with every library run.
+            store.delete(run_id)
+            outcome.run_id = None
     finally:
         store.close()
         transport.close()
-    mismatches = check_agent(scenario.expect, result, stored.forced_completion if stored else None)
-    if scenario.workflow is not None:
-        downstream = run_workflow(scenario.workflow, result.envelope())
-        if scenario.expect.downstream is not None:
-            mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
     return mismatches
 
 

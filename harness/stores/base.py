@@ -23,10 +23,14 @@ class StoredRun(WireModel):
 
 
 class StateStore(Protocol):
-    """Load and save runs; `save` replaces the run atomically."""
+    """Load, save and delete runs; `save` replaces the run atomically."""
 
     def load(self, run_id: str) -> StoredRun | None: ...
 
     def save(self, run: StoredRun) -> None: ...
+
+    def delete(self, run_id: str) -> bool:
+        """Remove the run; True if it was stored. Other runs are untouched."""
+        ...
 
     def close(self) -> None: ...

@@ -20,5 +20,8 @@ class MemoryStore:
     def save(self, run: StoredRun) -> None:
         self._runs[run.run_id] = run.model_dump_json()
 
+    def delete(self, run_id: str) -> bool:
+        return self._runs.pop(run_id, None) is not None
+
     def close(self) -> None:
         return None

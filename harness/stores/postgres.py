@@ -114,6 +114,13 @@ class PostgresStore:
                 (run.run_id, run.status, run.state_json, forced),
             )
 
+    def delete(self, run_id: str) -> bool:
+        with self._lock:
+            cursor = self._connection.execute(
+                f"DELETE FROM {RUNS_TABLE} WHERE run_id = %s", (run_id,)
+            )
+        return cursor.rowcount > 0
+
     def close(self) -> None:
         with self._lock:
             self._connection.close()

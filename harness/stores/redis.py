@@ -77,5 +77,8 @@ class RedisStore:
         pipeline.hset(key, mapping=mapping)  # type: ignore[arg-type]
         pipeline.execute()
 
+    def delete(self, run_id: str) -> bool:
+        return bool(self._client.delete(KEY_PREFIX + run_id))
+
     def close(self) -> None:
         self._client.close()

@@ -141,6 +141,13 @@ class SQLiteStore:
                 (run.run_id, run.status, run.state_json, forced, now, now),
             )
 
+    def delete(self, run_id: str) -> bool:
+        with self._lock:
+            cursor = self._connection.execute(
+                f"DELETE FROM {RUNS_TABLE} WHERE run_id = ?", (run_id,)
+            )
+        return cursor.rowcount > 0
+
     def close(self) -> None:
         with self._lock:
             self._connection.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.scenarios.select import KeywordError, compile_keyword
+from harness.stores.urls import default_store_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,3 +154,24 @@ def test_the_repository_scenarios_pass(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["run", str(ROOT / "scenarios")])
     assert result.exit_code == 0, result.output[-3000:]
+
+
+def test_passing_runs_leave_the_store_and_a_failing_run_stays_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "capital.yaml"
+    path.write_text(PASSING.replace("stores: [memory]", "stores: [sqlite]"), encoding="utf-8")
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(main, ["run", str(path), "--json", str(report)])
+    assert result.exit_code == 1, result.output
+    failing = next(c for c in json.loads(report.read_text())["cells"] if not c["passed"])
+    run_id = failing["run_id"]
+    assert run_id.startswith("capital-fail-js-sqlite-")
+    assert f"capital-fail[js-sqlite]: its run is kept in the sqlite store as run_id '{run_id}'" in (
+        result.output
+    )
+    database = default_store_url(tmp_path).removeprefix("sqlite:///")  # per xdist worker
+    with sqlite3.connect(database) as connection:
+        stored = [row[0] for row in connection.execute("SELECT run_id FROM harness_runs")]
+    assert stored == [run_id]

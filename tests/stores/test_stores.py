@@ -39,6 +39,20 @@ def test_runs_round_trip_with_their_forced_completion_state(store: StateStore) -
     assert store.load("missing") is None
 
 
+def test_delete_removes_one_run_and_says_whether_it_was_there(store: StateStore) -> None:
+    kept = StoredRun(run_id="kept", status="completed", state_json="{}")
+    gone = StoredRun(run_id="gone", status="failed", state_json="{}", forced_completion=FORCED)
+    store.save(kept)
+    store.save(gone)
+    assert store.delete("gone") is True
+    assert store.load("gone") is None
+    assert store.load("kept") == kept
+    assert store.delete("gone") is False
+    assert store.delete("never-saved") is False
+    store.save(gone)  # a deleted run id can be saved again
+    assert store.load("gone") == gone
+
+
 def replies() -> TestCompleter:
     reset_ids()
     return TestCompleter([call("search", {}), text("Paris."), text("prose"), finish()])
