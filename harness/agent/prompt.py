@@ -62,8 +62,12 @@ def finish_tool(agent: AgentDefinition) -> ToolDefinition:
 
 def work_tools(agent: AgentDefinition) -> tuple[ToolDefinition, ...]:
     """Every tool plus `__finish__` when the agent has an output schema."""
+    # The agent's tools were validated when the definition was built (a stricter name pattern
+    # than ToolDefinition's); validating every schema again on every step cost more than a reply.
     tools = tuple(
-        ToolDefinition(name=t.name, description=t.description, parameters=t.parameters)
+        ToolDefinition.model_construct(
+            name=t.name, description=t.description, parameters=t.parameters
+        )
         for t in agent.all_tools()
     )
     return (*tools, finish_tool(agent)) if agent.output_schema is not None else tools

@@ -191,6 +191,19 @@ class WireReader:
         return value
 
 
+def copy_json(value: JsonValue) -> JsonValue:
+    """A deep copy of a JSON value: new dicts and lists, the (immutable) scalars shared.
+
+    What `copy.deepcopy` gives for JSON, without its memo and dispatch, which cost a sixth of a
+    realistic agent run when every request copied every tool schema.
+    """
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
+
+
 def compact_json(value: JsonValue) -> str:
     """JSON text without insignificant whitespace, keys in their given order."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -33,7 +33,6 @@ model never produced. `metadata["stop_sequence"]` becomes `stop_sequence` when t
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from harness.llm.adapters import (
     WireReader,
     check_error_status,
     compact_json,
+    copy_json,
     decode_error_body,
     event_data,
     provider_message,
@@ -217,7 +217,7 @@ def _render_tool(tool: ToolDefinition) -> JsonValue:
     return {
         "name": tool.name,
         "description": tool.description,
-        "input_schema": copy.deepcopy(tool.parameters),
+        "input_schema": copy_json(tool.parameters),
     }
 
 

@@ -23,7 +23,6 @@ message's `refusal`. Not rendered: `credits` (OpenAI reports no cost) and the ne
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from harness.llm.adapters import (
     WireReader,
     check_error_status,
     compact_json,
+    copy_json,
     decode_error_body,
     event_data,
     provider_message,
@@ -128,7 +128,7 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
             "type": "json_schema",
             "json_schema": {
                 "name": request.response_format.name,
-                "schema": copy.deepcopy(request.response_format.schema_),
+                "schema": copy_json(request.response_format.schema_),
                 "strict": request.response_format.strict,
             },
         }
@@ -171,7 +171,7 @@ def _render_tool(tool: ToolDefinition) -> JsonValue:
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": copy.deepcopy(tool.parameters),
+            "parameters": copy_json(tool.parameters),
         },
     }
 
