@@ -44,7 +44,7 @@ class EmptySessionIdError(AgentOutcomeError, ValueError):
 
     def __init__(self) -> None:
         super().__init__(
-            "the agent-outcome record's mandatory `session_id` is empty: every harness fills it "
+            "the agent-outcome record's mandatory `session_id` is empty — every harness fills it "
             "with the handle of the conversation that produced this outcome, and an empty handle "
             "names no conversation"
         )

@@ -25,7 +25,7 @@ from harness.errors import ExpressionError, OutputNotDeclaredError
 from harness.protocol.envelope import AgentOutputEnvelope
 
 _EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
-_WHOLE_EXPRESSION = re.compile(r"^\s*\$\{\{\s*(.*?)\s*\}\}\s*$")
+_WHOLE_EXPRESSION = re.compile(r"^\s*\$\{\{\s*((?:(?!\}\}).)*?)\s*\}\}\s*$")
 _SEGMENT = re.compile(
     r"""\.?(?P<name>[A-Za-z_][\w-]*)|\[\s*'(?P<single>[^']*)'\s*\]|\[\s*"(?P<double>[^"]*)"\s*\]"""
     r"""|\[\s*(?P<index>\d+)\s*\]"""

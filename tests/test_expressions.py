@@ -119,3 +119,9 @@ def test_lists_and_scalars_resolve_recursively() -> None:
     context = ExpressionContext(needs={"d": JobOutputs(job="d", outputs={"n": [1, 2]})})
     assert resolve(["${{ needs.d.outputs.n[1] }}", 3, None], context) == [2, 3, None]
     assert resolve("n=${{ needs.d.outputs.n }}", context) == "n=[1,2]"
+
+
+def test_a_string_starting_and_ending_with_expressions_interpolates_both() -> None:
+    context = ExpressionContext(needs={"d": JobOutputs(job="d", outputs={"a": "x", "b": 2})})
+    assert resolve("${{ needs.d.outputs.a }}-${{ needs.d.outputs.b }}", context) == "x-2"
+    assert resolve(" ${{ needs.d.outputs.b }} ", context) == 2  # one expression: its value

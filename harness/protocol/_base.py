@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+from pydantic.config import ExtraValues
 
 
 class WireModel(BaseModel):
@@ -29,3 +32,25 @@ class CamelWireModel(WireModel):
         validate_by_alias=True,
         serialize_by_alias=True,
     )
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Decode the wire form: JSON spells keys camelCase only, so a snake_case key is unknown
+        (pass `by_name=True` to accept both)."""
+        return super().model_validate_json(
+            json_data,
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=False if by_name is None else by_name,
+        )

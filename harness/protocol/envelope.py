@@ -8,9 +8,9 @@ referenced by `ArtifactRef`. `response` is declared but always null, and `delive
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt
+from pydantic import Field, JsonValue, StrictInt
 
 from harness.errors import OutputNotDeclaredError
 from harness.protocol._base import CamelWireModel
@@ -30,7 +30,7 @@ class ArtifactRef(CamelWireModel):
 
     artifact_id: str = Field(min_length=1)
     version_id: str = Field(min_length=1)
-    version: PositiveInt
+    version: Annotated[StrictInt, Field(gt=0)]
     hash: str = Field(pattern=ARTIFACT_HASH_PATTERN)
     type: Literal["json_payload"] = "json_payload"
 
@@ -55,7 +55,7 @@ class AgentOutputEnvelope(CamelWireModel):
     structured_output: ArtifactRef | None
     agent_result: dict[str, JsonValue] | None
     response: None = None
-    duration_ms: NonNegativeInt
+    duration_ms: Annotated[StrictInt, Field(ge=0)]
     session_id: str | None
     workspace_id: str | None
     worker_name: str | None = None

@@ -7,10 +7,12 @@ by the one mapping `StopKind.canonical_stop_reason()`.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictBytes, StrictStr, TypeAdapter
+from pydantic import Field, StrictBytes, StrictStr, TypeAdapter, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from harness.errors import EmptySessionIdError
 from harness.protocol._base import WireModel
@@ -196,5 +198,43 @@ class AgentOutcome(WireModel):
 
     @classmethod
     def from_payload(cls, payload: Payload) -> AgentOutcome:
-        """Decode a JSON result payload; a missing or extra key fails validation."""
+        """Decode a JSON result payload; a missing, extra or repeated key fails validation.
+
+        A repeated key is refused, as the seed's serde decoder refuses it, rather than letting the
+        last value win.
+        """
+        repeated = _repeated_keys(payload.bytes)
+        if repeated:
+            raise ValidationError.from_exception_data(
+                cls.__name__,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError(
+                            "duplicate_key", "the key '{key}' appears more than once", {"key": key}
+                        ),
+                        loc=(key,),
+                        input=key,  # never the payload: it is the user's content
+                    )
+                    for key in repeated
+                ],
+            )
         return cls.model_validate_json(payload.bytes)
+
+
+def _repeated_keys(data: bytes) -> list[str]:
+    """The object keys that appear twice in one object of `data` (none if it is not JSON)."""
+    repeated: list[str] = []
+
+    def collect(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen and key not in repeated:
+                repeated.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    try:
+        json.loads(data, object_pairs_hook=collect)
+    except ValueError:
+        return []  # model_validate_json reports what is wrong with it
+    return repeated

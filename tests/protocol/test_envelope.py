@@ -150,3 +150,32 @@ def test_declared_outputs_read_their_wire_values() -> None:
     assert envelope.output("durationMs") == 1200
     assert envelope.output("workerName") == "w-1"
     assert envelope.output("workspaceId") is None
+
+
+def test_the_wire_form_is_camel_case_only_while_python_takes_attribute_names() -> None:
+    wire = make_envelope().model_dump_json()
+    assert AgentOutputEnvelope.model_validate_json(wire) == make_envelope()
+    snake = json.dumps({_snake(key): value for key, value in json.loads(wire).items()})
+    with pytest.raises(ValidationError, match="allocation_id"):
+        AgentOutputEnvelope.model_validate_json(snake)
+    assert AgentOutputEnvelope.model_validate_json(snake, by_name=True) == make_envelope()
+    ref = ArtifactRef.for_payload({"a": 1}, artifact_id="art", version_id="v")
+    with pytest.raises(ValidationError, match="artifact_id"):
+        ArtifactRef.model_validate_json(json.dumps({"artifact_id": "art", **ref.model_dump()}))
+
+
+@pytest.mark.parametrize("value", ["5", True, 1.5])
+def test_integers_on_the_wire_are_json_integers(value: object) -> None:
+    with pytest.raises(ValidationError, match="durationMs"):
+        AgentOutputEnvelope.model_validate_json(
+            make_envelope()
+            .model_dump_json()
+            .replace('"durationMs":1200', f'"durationMs":{json.dumps(value)}')
+        )
+    ref = json.loads(ArtifactRef.for_payload({}, artifact_id="a", version_id="v").model_dump_json())
+    with pytest.raises(ValidationError, match="version"):
+        ArtifactRef.model_validate_json(json.dumps({**ref, "version": value}))
+
+
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)

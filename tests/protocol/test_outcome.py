@@ -54,6 +54,11 @@ def test_an_empty_session_id_is_refused_by_name() -> None:
     with pytest.raises(EmptySessionIdError) as caught:
         record.into_payload()
     assert "session_id" in str(caught.value)
+    assert str(caught.value) == (  # the seed's #[error] text, continuation lines joined
+        "the agent-outcome record's mandatory `session_id` is empty \u2014 every harness fills it "
+        "with the handle of the conversation that produced this outcome, and an empty handle "
+        "names no conversation"
+    )
     assert isinstance(caught.value, HarnessError)
     assert caught.value.code == "agent_outcome_empty_session_id"
 
@@ -133,3 +138,12 @@ def test_snake_case_constructors_build_the_same_variants() -> None:
     assert StopKind.cancelled().canonical_stop_reason() == "cancelled"
     assert StopKind.error("boom") == StopKind.Error(message="boom")
     assert StopKind.other("pause_turn") == StopKind.Other(reason="pause_turn")
+
+
+def test_a_payload_repeating_a_key_does_not_decode() -> None:
+    raw = b'{"text":"a","text":"b","final_message":"t","stop_reason":"end_turn","session_id":"s"}'
+    with pytest.raises(ValidationError, match="the key 'text' appears more than once"):
+        AgentOutcome.from_payload(Payload(content_type=ContentType.JSON, bytes=raw))
+    nested = b'{"text":"a","final_message":"t","stop_reason":"end_turn","session_id":"s","x":{}}'
+    with pytest.raises(ValidationError, match="x"):  # still refused for the extra key
+        AgentOutcome.from_payload(Payload(content_type=ContentType.JSON, bytes=nested))
