@@ -159,7 +159,9 @@ class LlmGateway:
                 error_type="timeout",
                 provider=self.config.provider,
             ) from None
-        except httpx.TransportError as error:
+        except httpx.HTTPError as error:
+            # transport failures, and bodies httpx cannot decode (a corrupt gzip, too many
+            # redirects): the gateway failed either way
             raise AgentDecisionCallException(
                 f"{self.config.provider} call failed in transport: {type(error).__name__}",
                 status=None,

@@ -71,8 +71,14 @@ class ToolCatalog(WireModel):
         return {tool.wire_name: tool for tool in self.tools}
 
     def with_tools(self, *tools: CatalogTool) -> ToolCatalog:
+        """This catalog plus `tools`, except those whose name it already has; a tool whose
+        provider name clashes with one of them is an `IllegalArgumentException` naming both."""
         present = set(self.names())
-        return ToolCatalog(tools=(*self.tools, *(t for t in tools if t.name not in present)))
+        try:
+            return ToolCatalog(tools=(*self.tools, *(t for t in tools if t.name not in present)))
+        except ValidationError as error:
+            message = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise IllegalArgumentException(f"agentToolCatalog is invalid: {message}") from None
 
     def to_definitions(self) -> tuple[ToolDefinition, ...]:
         return tuple(

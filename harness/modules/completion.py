@@ -22,6 +22,7 @@ from typing import Final
 
 from harness.errors import IllegalArgumentException
 from harness.metadata import COMPLETION, ModuleMetadata
+from harness.modules.projection import utf16_length
 
 INPUT_FINAL_ANSWER: Final = "agentFinalAnswer"
 OUTPUT_FINAL_ANSWER: Final = "finalAnswer"
@@ -54,11 +55,6 @@ def is_java_whitespace(character: str) -> bool:
 def is_java_blank(text: str) -> bool:
     """Whether `text` is empty or only white space, as Java's `String.isBlank()` defines it."""
     return all(is_java_whitespace(character) for character in text)
-
-
-def utf16_length(text: str) -> int:
-    """The length of `text` in UTF-16 code units, i.e. Java's `String.length()`."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 class AgentCompletionModule:

@@ -33,6 +33,12 @@ def omission(reason: str, count: int | None = None) -> dict[str, JsonValue]:
     return marker
 
 
+def utf16_length(text: str) -> int:
+    """The length of `text` in UTF-16 code units, i.e. Java's `String.length()`: what the
+    seeds' character limits count."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def truncate_utf16(text: str, limit: int = MAX_TEXT_UNITS) -> str:
     """`text` cut to at most `limit` UTF-16 code units, never splitting a surrogate pair."""
     if len(text) <= limit // 2:
@@ -112,17 +118,17 @@ class _Projector:
         )
 
 
-def serialised_length(state: JsonValue) -> int:
-    """The length in characters of the compact JSON the model receives."""
-    return len(json.dumps(state, ensure_ascii=False, separators=(",", ":")))
-
-
 def check_state_size(state: JsonValue) -> str:
-    """The compact JSON of `state`, or `IllegalArgumentException` when above the 600,000 cap."""
+    """The compact JSON of `state`, or `IllegalArgumentException` when above the 600,000 cap.
+
+    Characters are UTF-16 code units, as for the 16,000 per text value: an astral character
+    (an emoji) counts two.
+    """
     text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
-    if len(text) > MAX_STATE_CHARACTERS:
+    length = utf16_length(text)
+    if length > MAX_STATE_CHARACTERS:
         raise IllegalArgumentException(
-            f"the serialised decision state has {len(text):,} characters, above the "
+            f"the serialised decision state has {length:,} characters, above the "
             f"{MAX_STATE_CHARACTERS:,}-character cap; reduce agentProjectContext, "
             "agentObservation or agentTask"
         )

@@ -104,13 +104,16 @@ class ChatMessage(WireModel):
 def chunks_to_messages(chunks: list[StreamChunk]) -> list[ChatMessage]:
     """Convert a chunk stream into chat messages, ignoring diagnostic chunks.
 
-    Consecutive text deltas of one step form one assistant message; tool results become tool
-    messages. `forced_completion`, step boundaries and approvals are not chat content.
+    Consecutive text deltas of one step form one assistant message (forced attempts share a
+    step number, so each `step_start` begins a new message); tool results become tool messages.
+    `forced_completion`, step boundaries and approvals are not chat content.
     """
     messages: list[ChatMessage] = []
     current_step: int | None = None
     for chunk in chunks:
-        if isinstance(chunk, TextDeltaChunk):
+        if isinstance(chunk, StepStartChunk):
+            current_step = None
+        elif isinstance(chunk, TextDeltaChunk):
             if messages and messages[-1].role == "assistant" and current_step == chunk.step:
                 last = messages.pop()
                 messages.append(ChatMessage(role="assistant", text=last.text + chunk.text))

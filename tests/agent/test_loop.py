@@ -294,6 +294,13 @@ def test_forced_completion_chunks_are_diagnostic_not_chat_content() -> None:
     assert all("forced" not in m.text for m in messages)
 
 
+def test_each_forced_attempt_is_its_own_chat_message() -> None:
+    result = run(agent(), text("It is Paris."), text("prose A"), text("prose B"), finish())
+    messages = chunks_to_messages(list(result.chunks))
+    assistant = [m.text for m in messages if m.role == "assistant"]
+    assert assistant == ["It is Paris.", "prose A", "prose B"]
+
+
 # -- memory ----------------------------------------------------------------------------------------
 
 

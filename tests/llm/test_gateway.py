@@ -141,6 +141,21 @@ def test_timeouts_and_transport_failures_are_call_failures() -> None:
     assert caught.value.error_type == "transport"
 
 
+def test_a_body_httpx_cannot_decode_is_a_call_failure() -> None:
+    def corrupt_gzip(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-encoding": "gzip"}, content=b"not gzip")
+
+    transport = httpx.MockTransport(corrupt_gzip)
+    with (
+        LlmGateway(OPENAI, transport=transport) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
+        gateway.complete(REQUEST)
+    assert caught.value.error_type == "transport"
+    assert "DecodingError" in str(caught.value)
+    assert BODY_CANARY not in str(caught.value)
+
+
 @respx.mock
 def test_streamed_replies_accumulate_text_and_tool_arguments() -> None:
     chunks = [

@@ -17,8 +17,8 @@ from harness.modules.completion import (
     REQUIRED_MESSAGE,
     TOO_LONG_MESSAGE,
     is_java_blank,
-    utf16_length,
 )
+from harness.modules.projection import utf16_length
 
 ASTRAL = "\U0001f600"  # one code point, two UTF-16 units
 CANARY = "canary-7f3a9c-confidential"

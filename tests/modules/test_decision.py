@@ -324,6 +324,14 @@ def test_the_previous_failure_reaches_the_next_attempt() -> None:
     assert envelope["previousFailure"] == caught.value.correction
 
 
+@pytest.mark.parametrize("name", ["agent_ask_user", "agent_wait_approval"])
+def test_a_catalog_tool_clashing_with_a_control_tool_is_refused_by_name(name: str) -> None:
+    catalog = {"tools": [{"name": name, "description": "Secret internal tool"}]}
+    with pytest.raises(IllegalArgumentException, match=f"'{name}' and 'agent.") as caught:
+        module([tool_reply(INSPECT)])[0].execute({**SEED_STATE, "agentToolCatalog": catalog})
+    assert "Secret internal tool" not in str(caught.value)
+
+
 def test_gateway_failures_propagate_typed_and_leave_no_output() -> None:
     failure = AgentDecisionCallException("boom", status=503, error_type="overloaded_error")
     decision, _, _ = module([tool_reply(INSPECT), failure])

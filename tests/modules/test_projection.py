@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from harness.errors import IllegalArgumentException
-from harness.modules.completion import utf16_length
 from harness.modules.projection import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -21,6 +20,7 @@ from harness.modules.projection import (
     check_state_size,
     project,
     truncate_utf16,
+    utf16_length,
 )
 
 CANARY = "canary-4f2b"
@@ -147,9 +147,18 @@ def test_the_state_cap_names_the_cause_without_the_state(fill: str) -> None:
     observation: list[JsonValue] = [fill * (MAX_TEXT_UNITS // 3)] * 60
     state: dict[str, JsonValue] = {"observation": observation, "canary": CANARY}
     text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
-    if len(text) <= MAX_STATE_CHARACTERS:
+    if utf16_length(text) <= MAX_STATE_CHARACTERS:
         assert check_state_size(state)
         return
     with pytest.raises(IllegalArgumentException, match="600,000-character cap") as caught:
         check_state_size(state)
     assert CANARY not in str(caught.value)
+
+
+def test_the_state_cap_counts_java_characters() -> None:
+    emoji = "\U0001f600" * (MAX_TEXT_UNITS // 2)  # 16,000 UTF-16 units: not truncated
+    state: dict[str, JsonValue] = {"observation": [emoji] * 38}
+    text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+    assert len(text) < MAX_STATE_CHARACTERS < utf16_length(text)
+    with pytest.raises(IllegalArgumentException, match="has 608,131 characters"):
+        check_state_size(state)
