@@ -1,33 +1,47 @@
 """Scenario library benchmark: cassette replay versus scripted replies, and pytest -n 2 vs -n 0.
 
-Builds a library of N agent scenarios (default 200) covering every forced-completion path, each
-on the five runtime profiles with the default (SQLite) store, in a temporary folder: each scenario once with `script:` replies, and once replaying a cassette
-recorded from that script through `CassetteTransport`. Then, in one run:
+Builds a library of N agent scenarios (default 200, `_scenarios.py`, realistic shape by default),
+each on the five runtime profiles with the default (SQLite) store, in a temporary folder: each
+scenario once with `script:` replies, and once replaying a cassette recorded from that script
+through `CassetteTransport`. Then, in one run:
 
-1. runs both libraries in process through the scenario runner (one core) and prints the time
-   per library and the ratio cassette / scripted (target <= 1.5x; the 200-scenario library in
-   under 10 s);
-2. runs the cassette library with `pytest` through the harness plugin, with `-n 0` and `-n 2`,
-   and prints the speed-up (target >= 1.6x).
+1. runs both libraries in process through the scenario runner (one core) and prints the median
+   time per library and the ratio cassette / scripted (target <= 1.5x), and whether the
+   N-scenario library from cassettes runs in under 10 s;
+2. runs cassette libraries of each `--pytest-sizes` size with `pytest` through the harness
+   plugin, `-n 0` and `-n 2` alternately, and prints the median speed-up (target >= 1.6x).
+   pytest runs as it would for a user who installed completion-harness, pytest and
+   pytest-xdist: plugins that only this checkout's dev and bench groups install are disabled,
+   and bytecode caches are written (to a temporary folder) and warmed first. From two sizes it
+   fits `time = fixed + per_cell * cells` for each mode and prints the library size from which
+   `-n 2` is 1.6x faster.
 
-    .venv/bin/python -m benchmarks.scenario_library [--size 200] [--repeats 3] [--no-pytest]
+    .venv/bin/python -m benchmarks.scenario_library [--size 200] [--shape realistic|minimal]
+        [--repeats 3] [--pytest-sizes 200,600] [--pytest-repeats 3] [--no-pytest]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
+import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
+from packaging.requirements import Requirement
 
+from benchmarks._scenarios import RUNTIMES, SHAPES, Shape, scenario
 from harness.cassettes import CassetteTransport
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptedReply, ScriptTransport
@@ -36,62 +50,21 @@ from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.build import agent_definition
 from harness.scenarios.format import Scenario
 
-SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}, "confidence": {"type": "number"}},
-    "required": ["city", "confidence"],
-    "additionalProperties": False,
-}
-FINISH = {"tool_calls": [{"name": "__finish__", "arguments": {"city": "Paris", "confidence": 0.9}}]}
+SPEEDUP_TARGET: Final = 1.6
+REPLAY_TARGET: Final = 1.5
+LIBRARY_SECONDS_TARGET: Final = 10.0
+USER_DISTRIBUTIONS: Final = ("completion-harness", "pytest", "pytest-xdist")
+"""What a user installs to run a scenario library under `pytest -n`."""
 
 
-def search(n: int) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "search", "arguments": {"q": f"capital {n}"}}]}
-
-
-def scenario(index: int) -> dict[str, Any]:
-    """One of five shapes, varied by index so no two requests are alike."""
-    shape = index % 5
-    script: list[dict[str, Any]]
-    expect: dict[str, Any]
-    if shape == 0:  # completes in the work phase
-        script, expect = [search(index), FINISH], {"status": "completed", "forced_calls": 0}
-    elif shape == 1:  # terminal text
-        script = [search(index), {"text": f"It is Paris ({index})."}, FINISH]
-        expect = {"status": "completed", "forced_calls": 1}
-    elif shape == 2:  # max_tokens
-        script = [search(index), {"text": f"It is Pa ({index})", "truncated": True}, FINISH]
-        expect = {"status": "completed", "forced_calls": 1}
-    elif shape == 3:  # max_steps
-        script = [search(index), search(index + 1), search(index + 2), FINISH]
-        expect = {"status": "completed", "forced_calls": 1}
-    else:  # exhausted after two failed attempts
-        script = [{"text": f"Paris ({index})."}, {"text": "still prose"}, {"text": "again"}]
-        expect = {"status": "failed", "error_code": "framework_forced_completion_exhausted"}
-    return {
-        "name": f"library-{index:04d}",
-        "runtimes": ["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"],
-        "provider": "openai",
-        "script": script,
-        "agent": {
-            "system_prompt": f"You find capitals (variant {index}).",
-            "user_message": f"Capital of France, case {index}?",
-            "output_schema": SCHEMA,
-            "max_steps": 3,
-            "tools": [
-                {"name": "search", "description": "Search the web", "result": {"hits": ["Paris"]}}
-            ],
-        },
-        "expect": expect,
-    }
-
-
-def build_library(folder: Path, size: int) -> tuple[Path, Path]:
+def build_library(folder: Path, size: int, shape: Shape) -> tuple[Path, Path]:
+    """`size` scenarios as `folder/scripted/*.yaml` and, replaying cassettes recorded from
+    those scripts, `folder/cassettes/*.yaml` (+ `.json`)."""
     scripted, cassettes = folder / "scripted", folder / "cassettes"
     scripted.mkdir(parents=True)
     cassettes.mkdir(parents=True)
     for index in range(size):
-        data = scenario(index)
+        data = scenario(index, shape)
         (scripted / f"{data['name']}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
         record(data, cassettes / f"{data['name']}.json")
         replay = {key: value for key, value in data.items() if key != "script"}
@@ -119,6 +92,7 @@ def record(data: dict[str, Any], path: Path) -> None:
 
 
 def run_library(folder: Path) -> float:
+    """Every cell of the library in this process; the wall time. Any failing cell aborts."""
     started = time.perf_counter()
     options = RunOptions(workdir=folder)
     results = [run_cell(cell, options) for cell in expand(load_scenarios([folder]), options)]
@@ -129,82 +103,199 @@ def run_library(folder: Path) -> float:
     return elapsed
 
 
-def pytest_seconds(folder: Path, workers: int) -> float:
-    (folder.parent / "pytest.ini").write_text(f"[pytest]\nharness_scenarios = {folder.name}\n")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers)]
-    started = time.perf_counter()
-    completed = subprocess.run(command, cwd=folder.parent, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if completed.returncode != 0:
-        raise SystemExit(
-            f"pytest -n {workers} failed:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}"
+# -- pytest as a user runs it -------------------------------------------------------------------
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def user_closure(roots: Iterable[str] = USER_DISTRIBUTIONS) -> set[str]:
+    """The installed distributions `roots` require, transitively (extras not taken)."""
+    seen: set[str] = set()
+    pending = [_canonical(root) for root in roots]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(_canonical(requirement.name))
+    return seen
+
+
+def pytest_plugins() -> tuple[list[str], list[str]]:
+    """(autoloaded plugins a user would have, plugins only this checkout has), by entry point."""
+    closure = user_closure()
+    kept: list[str] = []
+    disabled: list[str] = []
+    for distribution in importlib.metadata.distributions():
+        for entry_point in distribution.entry_points.select(group="pytest11"):
+            in_closure = _canonical(distribution.metadata["Name"]) in closure
+            (kept if in_closure else disabled).append(entry_point.name)
+    return sorted(kept), sorted(disabled)
+
+
+class PytestRunner:
+    """Runs `pytest -q -n N` over a library folder in a subprocess and times it."""
+
+    def __init__(self, disabled_plugins: list[str], pycache: Path) -> None:
+        self._disable = [argument for name in disabled_plugins for argument in ("-p", f"no:{name}")]
+        self._environment = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
+        self._environment.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def seconds(self, library: Path, workers: int) -> float:
+        (library.parent / "pytest.ini").write_text(
+            f"[pytest]\nharness_scenarios = {library.name}\n"
         )
-    return elapsed
+        command = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), *self._disable]
+        started = time.perf_counter()
+        completed = subprocess.run(
+            command, cwd=library.parent, env=self._environment, capture_output=True, text=True
+        )
+        elapsed = time.perf_counter() - started
+        if completed.returncode != 0:
+            raise SystemExit(
+                f"pytest -n {workers} failed:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}"
+            )
+        return elapsed
+
+    def compare(self, library: Path, repeats: int) -> tuple[float, float]:
+        """Median seconds of `-n 0` and of `-n 2`, run alternately after one warm-up of each."""
+        self.seconds(library, 0)
+        self.seconds(library, 2)
+        serial: list[float] = []
+        parallel: list[float] = []
+        for _ in range(repeats):
+            serial.append(self.seconds(library, 0))
+            parallel.append(self.seconds(library, 2))
+        return statistics.median(serial), statistics.median(parallel)
+
+
+def break_even(rows: list[tuple[int, float, float]]) -> str:
+    """Fit `seconds = fixed + per_cell * cells` to the smallest and largest size for each mode
+    and say from how many cells `-n 2` is `SPEEDUP_TARGET` times faster."""
+    (small, serial_a, parallel_a), (large, serial_b, parallel_b) = rows[0], rows[-1]
+    serial_cell = (serial_b - serial_a) / (large - small)
+    parallel_cell = (parallel_b - parallel_a) / (large - small)
+    serial_fixed = serial_a - serial_cell * small
+    parallel_fixed = parallel_a - parallel_cell * small
+    fit = (
+        f"fit: -n 0 = {serial_fixed:.2f} s + {serial_cell * 1000:.2f} ms/cell; "
+        f"-n 2 = {parallel_fixed:.2f} s + {parallel_cell * 1000:.2f} ms/cell; "
+        f"asymptotic speed-up {serial_cell / parallel_cell:.2f}x"
+    )
+    margin = serial_cell - SPEEDUP_TARGET * parallel_cell
+    if margin <= 0:
+        return f"{fit}; -n 2 never reaches {SPEEDUP_TARGET}x on this machine"
+    cells = (SPEEDUP_TARGET * parallel_fixed - serial_fixed) / margin
+    scenarios = max(cells, 0) / len(RUNTIMES)
+    return f"{fit}; {SPEEDUP_TARGET}x from about {max(cells, 0):,.0f} cells ({scenarios:,.0f} scenarios)"
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def _verdict(passed: bool) -> str:
+    return "PASS" if passed else "FAIL"
+
+
+def _header(arguments: argparse.Namespace) -> str:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return (
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} cores; "
+        f"Python {platform.python_version()}; pytest {importlib.metadata.version('pytest')}, "
+        f"pytest-xdist {importlib.metadata.version('pytest-xdist')}; "
+        f"completion-harness at {commit or 'unknown commit'}\n"
+        f"{arguments.shape} scenarios x {len(RUNTIMES)} runtimes, SQLite store; "
+        f"{arguments.repeats} in-process repeats, {arguments.pytest_repeats} pytest repeats"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size", type=int, default=200)
+    parser.add_argument("--size", type=int, default=200, help="scenarios run in process")
+    parser.add_argument("--shape", choices=SHAPES, default="realistic")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-pytest", action="store_true")
     parser.add_argument(
-        "--pytest-size",
-        type=int,
-        default=0,
-        help="also time pytest -n 0 / -n 2 over a library this large (0: only --size)",
+        "--pytest-sizes",
+        default="200,600",
+        help="library sizes (scenarios) run under pytest -n 0 and -n 2, comma-separated",
     )
+    parser.add_argument("--pytest-repeats", type=int, default=3)
     arguments = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="harness-library-"))
     try:
-        print(f"building {arguments.size} scenarios (scripted and cassette) in {folder} ...")
-        scripted, cassettes = build_library(folder, arguments.size)
+        print(_header(arguments))
+        print(f"building {arguments.size} scenarios (scripted and cassette) ...", flush=True)
+        scripted, cassettes = build_library(folder / "main", arguments.size, arguments.shape)
         run_library(scripted)  # warm-up: imports, caches
-        scripted_times = [run_library(scripted) for _ in range(arguments.repeats)]
-        cassette_times = [run_library(cassettes) for _ in range(arguments.repeats)]
-        scripted_s, cassette_s = (
-            statistics.median(scripted_times),
-            statistics.median(cassette_times),
-        )
+        scripted_s = statistics.median(run_library(scripted) for _ in range(arguments.repeats))
+        cassette_s = statistics.median(run_library(cassettes) for _ in range(arguments.repeats))
         ratio = cassette_s / scripted_s
+        cells = arguments.size * len(RUNTIMES)
         print()
-        print("| library | scenarios | median time | per scenario |")
+        print("| library | scenarios (cells) | median time | per cell |")
         print("|---|---|---|---|")
-        print(
-            f"| scripted replies | {arguments.size} | {scripted_s:.2f} s | {scripted_s / arguments.size * 1000:.1f} ms |"
-        )
-        print(
-            f"| cassette replay | {arguments.size} | {cassette_s:.2f} s | {cassette_s / arguments.size * 1000:.1f} ms |"
-        )
+        for label, seconds in (("scripted replies", scripted_s), ("cassette replay", cassette_s)):
+            print(
+                f"| {label} | {arguments.size} ({cells:,}) | {seconds:.2f} s | "
+                f"{seconds / cells * 1000:.2f} ms |"
+            )
         print()
         print(
-            f"cassette / scripted: {ratio:.2f}x (target <= 1.5x): {'PASS' if ratio <= 1.5 else 'FAIL'}"
+            f"cassette / scripted: {ratio:.2f}x (target <= {REPLAY_TARGET}x): "
+            f"{_verdict(ratio <= REPLAY_TARGET)}"
         )
         print(
-            f"{arguments.size}-scenario library from cassettes: {cassette_s:.2f} s on one core "
-            f"(target < 10 s): {'PASS' if cassette_s < 10 else 'FAIL'}"
+            f"the {arguments.size}-scenario library from cassettes on one core: {cassette_s:.2f} s "
+            f"(target < {LIBRARY_SECONDS_TARGET:.0f} s): "
+            f"{_verdict(cassette_s < LIBRARY_SECONDS_TARGET)}"
         )
         if not arguments.no_pytest:
-            print()
-            print("| pytest over | cells | -n 0 | -n 2 | speed-up (target >= 1.6x) |")
-            print("|---|---|---|---|---|")
-            sizes = [(arguments.size, cassettes)]
-            if arguments.pytest_size:
-                _, big_cassettes = build_library(folder / "big", arguments.pytest_size)
-                sizes.append((arguments.pytest_size, big_cassettes))
-            for size, library in sizes:
-                serial = pytest_seconds(library, 0)
-                parallel = pytest_seconds(library, 2)
-                speedup = serial / parallel
-                verdict = "PASS" if speedup >= 1.6 else "FAIL"
-                print(
-                    f"| {size} scenarios | {size * 5} | {serial:.2f} s | {parallel:.2f} s | "
-                    f"{speedup:.2f}x {verdict} |"
-                )
+            _pytest_section(arguments, folder, cassettes)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
+
+
+def _pytest_section(arguments: argparse.Namespace, folder: Path, built: Path) -> None:
+    kept, disabled = pytest_plugins()
+    print()
+    print(f"pytest plugins autoloaded (a user's): {', '.join(kept)}")
+    print(f"disabled (this checkout's dev and bench groups only): {', '.join(disabled) or 'none'}")
+    runner = PytestRunner(disabled, folder / "pycache")
+    sizes = sorted({int(size) for size in arguments.pytest_sizes.split(",") if size.strip()})
+    print()
+    print(f"| pytest over | cells | -n 0 | -n 2 | speed-up (target >= {SPEEDUP_TARGET}x) |")
+    print("|---|---|---|---|---|")
+    rows: list[tuple[int, float, float]] = []
+    for size in sizes:
+        library = built
+        if size != arguments.size:
+            _, library = build_library(folder / f"size-{size}", size, arguments.shape)
+        serial, parallel = runner.compare(library, arguments.pytest_repeats)
+        speedup = serial / parallel
+        rows.append((size * len(RUNTIMES), serial, parallel))
+        print(
+            f"| {size} scenarios | {size * len(RUNTIMES):,} | {serial:.2f} s | {parallel:.2f} s | "
+            f"{speedup:.2f}x {_verdict(speedup >= SPEEDUP_TARGET)} |",
+            flush=True,
+        )
+    if len(rows) >= 2:
+        print()
+        print(break_even(rows))
 
 
 if __name__ == "__main__":
