@@ -191,6 +191,14 @@ class AgentDecisionModule:
     def _select_model(
         self, state: Mapping[str, object], config: DecisionConfiguration
     ) -> LlmDetails:
+        policy = config.model_selection
+        if policy not in SELECTION_POLICIES[:2] and not (
+            policy.startswith("name:") and len(policy) > len("name:")
+        ):
+            # fail closed even when a pinned model makes the fallback policy moot
+            raise IllegalArgumentException(
+                f"unsupported modelSelection policy; allowed: {', '.join(SELECTION_POLICIES)}"
+            )
         requested = _model_uuid(state.get("llmDetailsId"), "llmDetailsId")
         pinned = requested or config.llm_details_id
         if pinned is not None:
@@ -202,7 +210,6 @@ class AgentDecisionModule:
                     "to this session"
                 )
             return record
-        policy = config.model_selection
         visible = self._models.visible(self._session)
         if policy == "session-default-valor":
             default = self._session.default_llm_details_id
@@ -221,17 +228,13 @@ class AgentDecisionModule:
                     "modelSelection first-visible: no model is ACL-visible to this session"
                 )
             return visible[0]
-        if policy.startswith("name:") and len(policy) > len("name:"):
-            wanted = policy.removeprefix("name:")
-            record = next((r for r in visible if r.name == wanted), None)
-            if record is None:
-                raise IllegalArgumentException(
-                    "modelSelection name:<model>: no ACL-visible model has that name"
-                )
-            return record
-        raise IllegalArgumentException(
-            f"unsupported modelSelection policy; allowed: {', '.join(SELECTION_POLICIES)}"
-        )
+        wanted = policy.removeprefix("name:")  # the only policy left, checked above
+        record = next((r for r in visible if r.name == wanted), None)
+        if record is None:
+            raise IllegalArgumentException(
+                "modelSelection name:<model>: no ACL-visible model has that name"
+            )
+        return record
 
     # -- control state ----------------------------------------------------------------------------
 

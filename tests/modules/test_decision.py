@@ -221,6 +221,12 @@ def test_an_invisible_model_is_indistinguishable_from_a_missing_one() -> None:
         ({"modelSelection": "cheapest"}, {}, "unsupported modelSelection"),
         ({"modelSelection": "name:secret"}, {}, "no ACL-visible model has that name"),
         ({"modelSelection": "name:"}, {}, "unsupported modelSelection"),
+        (  # fails closed even when a pinned model would make the policy moot
+            {"modelSelection": "round-robin", "llmDetailsId": str(VALOR.id)},
+            {},
+            "unsupported modelSelection",
+        ),
+        ({"modelSelection": "cheapest"}, {"llmDetailsId": str(VALOR.id)}, "unsupported"),
         ({"modelSelection": "first-visible"}, {"_nobody": True}, "no model is ACL-visible"),
         ({}, {"_no_default": True}, "no ACL-visible default model"),
         ({"llmDetailsId": "not-a-uuid"}, {}, "must be a model UUID"),
