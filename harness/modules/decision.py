@@ -19,7 +19,9 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from harness.errors import (
+    AgentDecisionCallException,
     AgentDecisionProtocolException,
+    HarnessError,
     IllegalArgumentException,
     SecurityException,
 )
@@ -37,7 +39,6 @@ from harness.modules.catalog import (
     BUILT_IN_CATALOG,
     CONTROL_TOOLS,
     WAIT_APPROVAL_TOOL,
-    PolicyUnavailable,
     ToolCatalog,
     ToolVisibilityPolicy,
 )
@@ -169,7 +170,7 @@ class AgentDecisionModule:
             max_tokens=DECISION_MAX_TOKENS,
         )
         self.last_request = request
-        response = self._completer_for(record).complete(request)
+        response = self._call(record, request)
         decision = self._decision(response, catalog)
         outputs: dict[str, object] = {
             "agentDecision": decision.to_wire(),
@@ -185,6 +186,21 @@ class AgentDecisionModule:
             outputs["retrievalReceiptRef"] = evidence[0]["receiptId"]
         self._outputs.update(outputs)
         return dict(outputs)
+
+    def _call(self, record: LlmDetails, request: LlmRequest) -> LlmResponse:
+        """The one gateway call. A failure of a completer that is not harness's own gateway is
+        still the gateway failing (`AgentDecisionCallException`), named by type only: its message
+        may carry a credential or the request."""
+        try:
+            return self._completer_for(record).complete(request)
+        except HarnessError:
+            raise  # already typed (a cassette miss included)
+        except Exception as error:
+            raise AgentDecisionCallException(
+                f"the LLM gateway failed: {type(error).__name__}",
+                error_type="completer_error",
+                provider=record.provider,
+            ) from None
 
     # -- model selection --------------------------------------------------------------------------
 
@@ -290,23 +306,34 @@ class AgentDecisionModule:
                     "policy is configured; restore the shared policy (no unfiltered fallback)"
                 )
             try:
-                catalog = self._tool_policy.filter(catalog, task=task, session=self._session)
-            except PolicyUnavailable:
+                filtered: object = self._tool_policy.filter(
+                    catalog, task=task, session=self._session
+                )
+            except Exception:  # PolicyUnavailable, or the policy itself failing: fail closed
                 raise SecurityException(
                     "contextual tool visibility was requested but the server tool-visibility "
                     "policy is unavailable; restore it (no unfiltered fallback)"
                 ) from None
+            if not isinstance(filtered, ToolCatalog):
+                raise SecurityException(
+                    "contextual tool visibility was requested but the server tool-visibility "
+                    f"policy returned {type(filtered).__name__}, not a ToolCatalog; restore it "
+                    "(no unfiltered fallback)"
+                )
+            catalog = filtered
         return catalog.with_tools(*CONTROL_TOOLS)
 
     # -- the reply --------------------------------------------------------------------------------
 
     def _decision(self, response: LlmResponse, catalog: ToolCatalog) -> AgentDecision:
+        if response.truncated:
+            # a cut-off reply is incomplete even when its tool calls parse: a later call may
+            # be missing
+            raise self._protocol("the reply was cut off by the token limit")
         if response.tool_calls:
             return self._tool_decision(response, catalog)
         if isinstance(response.stop, EndTurn) and response.text.strip():
             return AgentDecision(outcome=DecisionOutcome.FINAL_ANSWER, text=response.text)
-        if response.truncated:
-            raise self._protocol("the reply was cut off by the token limit")
         if not response.text.strip():
             raise self._protocol("the reply had neither tool calls nor text")
         raise self._protocol(

@@ -178,6 +178,37 @@ def test_an_unavailable_policy_fails_closed(policy: Policy | None) -> None:
     assert decision.outputs == {}
 
 
+class BrokenPolicy:
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def filter(
+        self, catalog: ToolCatalog, *, task: JsonValue, session: AuthenticatedSession
+    ) -> ToolCatalog:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer  # type: ignore[return-value]  # a policy breaking its contract
+
+
+@pytest.mark.parametrize("answer", [TimeoutError("policy service"), None, ["a", "list"]])
+def test_a_policy_that_fails_or_breaks_its_contract_fails_closed(answer: object) -> None:
+    decision, completer, _ = module([tool_reply(INSPECT)], tool_policy=BrokenPolicy(answer))
+    with pytest.raises(SecurityException, match="no unfiltered fallback"):
+        decision.execute({**SEED_STATE, "securityContextualToolVisibility": True})
+    assert completer.requests == []
+    assert decision.outputs == {}
+
+
+def test_a_completer_failing_outside_harness_is_a_gateway_failure_named_by_type() -> None:
+    secret = "sk-proj-COMPLETERCANARY0000"
+    decision, _, _ = module([ConnectionError(f"refused for key {secret}")])
+    with pytest.raises(AgentDecisionCallException, match="ConnectionError") as caught:
+        decision.execute(SEED_STATE)
+    assert secret not in str(caught.value)
+    assert caught.value.provider == VALOR.provider
+    assert decision.outputs == {}
+
+
 # -- model selection ------------------------------------------------------------------------------
 
 
@@ -297,6 +328,7 @@ def test_control_tools_become_ask_user_and_wait_approval(
         (tool_reply(("agent_ask_user", '{"question": "?"}'), INSPECT), "must be the only call"),
         (tool_reply(("agent_ask_user", '{"question": 7}')), "non-empty string 'question'"),
         (text_reply("partial answ", LimitReached()), "cut off by the token limit"),
+        (tool_reply(INSPECT, stop=LimitReached()), "cut off by the token limit"),
         (text_reply(""), "neither tool calls nor text"),
         (text_reply("I can't help", OtherStop(reason="refusal")), "stop reason 'other'"),
     ],
