@@ -322,7 +322,8 @@ class Cassette:
         }
         if key:
             data["signature"] = signature_for(self, key)
-        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        return text.encode("utf-8", "backslashreplace")  # a lone surrogate as its JSON escape
 
 
 def new_metadata(provider: str | None) -> CassetteMetadata:
@@ -415,16 +416,30 @@ def parse_document(path: Path, raw: bytes) -> CassetteDocument:
 
 
 def find_tampering(cassette: Cassette, signing_key: str | None) -> Iterator[str]:
-    """Describe every interaction whose digest, and the signature, that does not match."""
+    """Describe every interaction whose digest does not match or whose occurrence is out of
+    order, and a signature that does not match (or is missing while a signing key is set).
+
+    Occurrences must count 1, 2, ... per key in file order, since file order is replay order:
+    swapping two answers to the same request, or duplicating one, is an edit too.
+    """
+    seen: dict[str, int] = defaultdict(int)
     for index, interaction in enumerate(cassette.raw):
+        request = interaction.get("request") or {}
+        where = (
+            f"interaction #{index} ({request.get('method')} {request.get('path')}, "
+            f"key {interaction['key']}, occurrence {interaction.get('occurrence')})"
+        )
         if not hmac.compare_digest(interaction["digest"], raw_interaction_digest(interaction)):
-            request = interaction.get("request") or {}
+            yield f"{where}: digest mismatch"
+        seen[interaction["key"]] += 1
+        if interaction.get("occurrence") != seen[interaction["key"]]:
             yield (
-                f"interaction #{index} ({request.get('method')} {request.get('path')}, "
-                f"key {interaction['key']}, occurrence {interaction.get('occurrence')}): "
-                "digest mismatch"
+                f"{where}: occurrence out of order, {seen[interaction['key']]} expected "
+                "(interactions of one key replay in file order)"
             )
-    if signing_key and cassette.signature is not None:
+    if signing_key and cassette.signature is None:
+        yield "unsigned: HARNESS_CASSETTE_KEY is set, so every cassette must carry its signature"
+    elif signing_key and cassette.signature is not None:
         expected = signature_for(cassette, signing_key)
         if not hmac.compare_digest(cassette.signature, expected):
             yield "signature mismatch: the file was changed or signed with another key"
@@ -473,9 +488,10 @@ def write_atomically(path: Path, data: bytes) -> None:
 def body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:
     """A stored body as bytes: JSON as compact JSON (what httpx's `json=` sends), else as is."""
     if body is not None:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        compact = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        return compact.encode("utf-8", "backslashreplace")
     if text is not None:
-        return text.encode("utf-8")
+        return text.encode("utf-8", "backslashreplace")
     if encoded is not None:
         return base64.b64decode(encoded)
     return b""

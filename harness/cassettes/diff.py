@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from harness.cassettes.key import parse_json_body
+from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.errors import CassetteMiss
 
 if TYPE_CHECKING:
@@ -60,11 +61,18 @@ def explain_miss(
     key: str,
     mode: str,
     recorded_for_key: int,
+    scrubber: Scrubber = DEFAULT_SCRUBBER,
 ) -> CassetteMiss:
-    """Build the `CassetteMiss` for a request with no unplayed interaction."""
+    """Build the `CassetteMiss` for a request with no unplayed interaction.
+
+    The live request goes through `scrubber`, as a recording would, before it is printed or
+    compared: a miss message ends up in CI logs and JUnit files, so it never shows a credential,
+    and a credential that differs from the recorded placeholder is not reported as a difference.
+    """
     parts = urlsplit(url)
     path = parts.path or "/"
-    head = f"{method} {path}" + (f"?{parts.query}" if parts.query else "")
+    query = scrubber.query(parts.query)
+    head = f"{method} {path}" + (f"?{query}" if query else "")
     if recorded_for_key:
         return CassetteMiss(
             f"cassette {cassette.path}: {head} (key {key}) was recorded {recorded_for_key} "
@@ -76,9 +84,9 @@ def explain_miss(
         f"cassette {cassette.path} has no interaction for {head} (key {key}) "
         f"in record mode {mode!r}."
     ]
-    requested = _view(parts.query, body)
+    requested = _view(query, body, scrubber)
     candidates = [
-        (index, interaction, _request_diff(_view(i.query, i.body_bytes()), requested))
+        (index, interaction, _request_diff(_view(i.query, i.body_bytes(), scrubber), requested))
         for index, interaction in enumerate(cassette.interactions)
         if (i := interaction.request).method == method.upper() and i.path == path
     ]
@@ -113,11 +121,14 @@ def explain_miss(
     return CassetteMiss("\n".join(lines))
 
 
-def _view(query: str, body: bytes) -> tuple[list[tuple[str, str]], Any]:
+def _view(query: str, body: bytes, scrubber: Scrubber) -> tuple[list[tuple[str, str]], Any]:
+    """The query pairs and body of a request as a recording would store them (scrubbed)."""
     is_json, value = parse_json_body(body)
-    if not is_json:
-        value = body.decode("utf-8", "replace") if body else None
-    return sorted(parse_qsl(query, keep_blank_values=True)), value
+    if is_json:
+        value = scrubber.json(value)
+    else:
+        value = scrubber.text(body.decode("utf-8", "replace")) if body else None
+    return sorted(parse_qsl(scrubber.query(query), keep_blank_values=True)), value
 
 
 def _request_diff(

@@ -122,9 +122,10 @@ def canonical_request_bytes(
         "headers": keyed_headers(headers),
     }
     document.update(_canonical_body(body, path, volatile, provider))
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8"
-    )
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # JSON allows a lone surrogate ("\ud83d", half an emoji cut by a JS client); it is written
+    # back as that escape. Any other text encodes exactly as UTF-8, so no existing key changes.
+    return text.encode("utf-8", "backslashreplace")
 
 
 def keyed_headers(
@@ -166,7 +167,7 @@ def _canonical_body(
         if pointers:
             value = remove_pointers(value, pointers)
         return {"body": value}
-    raw = body.encode("utf-8") if isinstance(body, str) else body
+    raw = body.encode("utf-8", "backslashreplace") if isinstance(body, str) else body
     try:
         return {"body_text": raw.decode("utf-8")}
     except UnicodeDecodeError:

@@ -115,6 +115,12 @@ class Recorder:
             return {"body": self.scrubber.json(fields["body"])}
         if "body_text" in fields:
             return {"body_text": self.scrubber.text(fields["body_text"])}
+        if "body_base64" in fields:
+            # Binary bodies can carry a key too (multipart uploads); latin-1 maps every byte to
+            # one character, so the secret patterns apply and the other bytes survive unchanged.
+            raw = base64.b64decode(fields["body_base64"]).decode("latin-1")
+            scrubbed = self.scrubber.text(raw).encode("latin-1", "replace")
+            return {"body_base64": base64.b64encode(scrubbed).decode("ascii")}
         return fields
 
 

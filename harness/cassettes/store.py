@@ -30,6 +30,7 @@ from harness.cassettes.cassette import (
     renumber,
     write_atomically,
 )
+from harness.errors import CassetteError
 
 RUN_ID_VARIABLES: Final = ("HARNESS_RECORD_RUN_ID", "PYTEST_XDIST_TESTRUNUID")
 LOCK_TIMEOUT_SECONDS: Final = 120.0
@@ -57,6 +58,23 @@ def lock_for(path: Path) -> FileLock:
     return FileLock(str(_lock_base(path)) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
 
 
+def _merged_into(path: Path) -> Cassette | None:
+    """The cassette new interactions are merged into: it must verify, or nothing is written."""
+    return Cassette.load(path) if path.exists() else None
+
+
+def _replaced(path: Path) -> Cassette | None:
+    """The cassette a re-recording replaces, read only to leave identical content untouched.
+
+    A corrupt or tampered file is what re-recording is for (the error said so), so it is simply
+    replaced instead of failing after the live calls were made.
+    """
+    try:
+        return _merged_into(path)
+    except CassetteError:
+        return None
+
+
 def save_recording(
     path: Path,
     recorded: Sequence[Interaction],
@@ -72,8 +90,8 @@ def save_recording(
     """
     marker = Path(str(_lock_base(path)) + ".run")
     with lock_for(path):
-        existing = Cassette.load(path) if path.exists() else None
         same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
+        existing = _replaced(path) if replace and not same_run else _merged_into(path)
         base = existing.interactions if existing is not None and (same_run or not replace) else []
         merged = renumber([*base, *recorded])
         if existing is None or [i.digest for i in merged] != [i["digest"] for i in existing.raw]:

@@ -159,6 +159,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             key=key,
             mode=self.mode.value,
             recorded_for_key=len(self.cassette.by_key.get(key, ())),
+            scrubber=self.recorder.scrubber,
         )
 
     def _answer(self, request: httpx.Request) -> tuple[httpx.Response | None, str]:

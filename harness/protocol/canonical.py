@@ -16,7 +16,7 @@ def canonical_json(value: Any) -> bytes:
     """
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    ).encode("utf-8", "backslashreplace")  # a lone surrogate as its JSON escape
 
 
 def sha256_digest(data: bytes) -> str:

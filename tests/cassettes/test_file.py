@@ -221,3 +221,36 @@ def test_integers_beyond_64_bits_survive_exactly(cassette_path: Path) -> None:
     assert loaded.interactions[0].response.body == {"huge": huge, "negative": -(2**70)}
     with httpx.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
         assert client.post(CHAT, json=chat("a", seed=2**65)).json()["huge"] == huge
+
+
+def test_with_the_key_set_an_unsigned_cassette_is_refused(
+    cassette_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HARNESS_CASSETTE_KEY", raising=False)
+    record(cassette_path, [chat("a")])  # unsigned
+    monkeypatch.setenv("HARNESS_CASSETTE_KEY", "team-secret")
+    with pytest.raises(CassetteTamperedError, match="unsigned: HARNESS_CASSETTE_KEY is set"):
+        Cassette.load(cassette_path)
+    assert Cassette.load(cassette_path, allow_tampered=True).signature is None
+    # a signed recording whose signature was removed is refused the same way
+    record(cassette_path, [chat("b")])
+    edit(cassette_path, lambda doc: doc.pop("signature"))
+    with pytest.raises(CassetteTamperedError, match="unsigned"):
+        Cassette.load(cassette_path)
+
+
+def test_answers_to_one_request_cannot_be_swapped_or_duplicated(
+    cassette_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HARNESS_CASSETTE_KEY", raising=False)
+    record(cassette_path, [chat("a"), chat("a")])
+    original = json.loads(cassette_path.read_text())
+    edit(cassette_path, lambda doc: doc["interactions"].reverse())
+    with pytest.raises(CassetteTamperedError, match="occurrence out of order, 1 expected"):
+        Cassette.load(cassette_path)
+    cassette_path.write_text(json.dumps(original))
+    edit(cassette_path, lambda doc: doc["interactions"].__setitem__(1, doc["interactions"][0]))
+    result = CliRunner().invoke(main, ["cassettes", "verify", str(cassette_path)])
+    assert result.exit_code == 1
+    assert "interaction #1" in result.output
+    assert "occurrence out of order, 2 expected" in result.output

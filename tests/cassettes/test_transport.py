@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 import uuid
@@ -240,3 +241,76 @@ def test_a_miss_with_no_same_path_request_lists_what_was_recorded(
     with httpx.Client(transport=transport, base_url=OPENAI) as client:
         with pytest.raises(CassetteMiss, match="recorded: POST /v1/chat/completions"):
             client.post("/v1/messages", json=chat("a"))
+
+
+SECRET = "sk-proj-MISSCANARY0000000000000000"
+
+
+def test_a_miss_never_prints_a_credential_and_never_counts_one_as_a_difference(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    transport = CassetteTransport(
+        cassette_path, mode="once", inner=provider.transport(), run_id=uuid.uuid4().hex
+    )
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        client.post(f"{CHAT}?key=sk-proj-RECORDEDKEY00000000000000", json=chat("a", api_key="x"))
+    live = chat(f"my key is {SECRET}", api_key=SECRET)
+    transport = CassetteTransport(cassette_path, inner=NoNetwork())
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        with pytest.raises(CassetteMiss) as caught:
+            client.post(f"{CHAT}?key={SECRET}", json=live)
+    message = str(caught.value)
+    assert SECRET not in message
+    assert "[SCRUBBED]" in message
+    assert "$.api_key" not in message, "both sides are the placeholder: not a difference"
+    assert "query:" not in message
+    assert "$.messages[0].content" in message  # the real difference is still shown
+
+
+def test_all_replaces_a_corrupt_or_tampered_cassette_instead_of_failing_after_the_calls(
+    cassette_path: Path, provider: ScriptedProvider
+) -> None:
+    record(cassette_path, provider, [chat("a")])
+    data = json.loads(cassette_path.read_text())
+    data["interactions"][0]["response"]["status"] = 500  # digest no longer matches
+    cassette_path.write_text(json.dumps(data))
+    for broken in (cassette_path.read_text(), '{"format": "harness-cassette/1", "metad'):
+        cassette_path.write_text(broken)
+        assert record(cassette_path, provider, [chat("b")], mode="all")[0]["echo"] == chat("b")
+        cassette = Cassette.load(cassette_path)
+        assert [i.request.body for i in cassette.interactions] == [chat("b")]
+
+
+def test_a_lone_surrogate_in_a_json_body_records_and_replays(cassette_path: Path) -> None:
+    content = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"cut \\ud83d"}]}'
+
+    def echo(request: httpx.Request) -> httpx.Response:  # JS's JSON.stringify sends these
+        return httpx.Response(200, content=b'{"echo":' + request.content + b"}")
+
+    transport = CassetteTransport(
+        cassette_path, mode="once", inner=httpx.MockTransport(echo), run_id=uuid.uuid4().hex
+    )
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        recorded = client.post(CHAT, content=content).json()
+    assert recorded["echo"]["messages"][0]["content"] == "cut \ud83d"
+    assert Cassette.load(cassette_path).interactions[0].request.body == json.loads(content)
+    transport = CassetteTransport(cassette_path, inner=NoNetwork())
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        assert client.post(CHAT, content=content).json() == recorded
+
+
+def test_secrets_in_binary_bodies_are_scrubbed_too(cassette_path: Path) -> None:
+    def binary(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b"\xff\xfe" + SECRET.encode() + b"\x00\x81")
+
+    transport = CassetteTransport(
+        cassette_path, mode="once", inner=httpx.MockTransport(binary), run_id=uuid.uuid4().hex
+    )
+    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+        client.post("/v1/files", content=b"\xff" + SECRET.encode())
+    stored = json.loads(cassette_path.read_text())["interactions"][0]
+    for side in ("request", "response"):
+        raw = base64.b64decode(stored[side]["body_base64"])
+        assert SECRET.encode() not in raw
+        assert b"[SCRUBBED]" in raw
+    assert base64.b64decode(stored["response"]["body_base64"]).endswith(b"\x00\x81")
