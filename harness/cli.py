@@ -76,8 +76,15 @@ def run(
 
     from harness.cassettes import RecordMode
     from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
-    from harness.scenarios.report import failure_lines, summary, write_json, write_junit
+    from harness.scenarios.report import (
+        check_report_path,
+        failure_lines,
+        summary,
+        write_json,
+        write_junit,
+    )
     from harness.scenarios.select import compile_keyword
+    from harness.stores.urls import store_kind
 
     console = Console()
     options = RunOptions(
@@ -89,6 +96,11 @@ def run(
     )
     try:
         selected = compile_keyword(keyword)
+        if store_url:
+            store_kind(store_url)
+        for option, report in (("--junit-xml", junit_xml), ("--json", json_path)):
+            if report is not None:
+                check_report_path(option, report)
         loaded = load_scenarios(list(paths) or [Path("scenarios")])
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)

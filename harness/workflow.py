@@ -252,7 +252,7 @@ class WorkflowJob(WireModel):
     )
     strategy: Strategy | None = None
 
-    @field_validator("needs", mode="before")
+    @field_validator("needs", mode="before", json_schema_input_type=str | list[str])
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -112,7 +111,7 @@ def transport(
 def models_service(scenario: Scenario) -> LlmDetailsService:
     return LlmDetailsService.of(
         LlmDetails(
-            id=uuid.UUID(spec.id),
+            id=spec.id,
             name=spec.name,
             provider=spec.provider,
             model=spec.model,
@@ -129,9 +128,7 @@ def session(scenario: Scenario) -> AuthenticatedSession:
     return AuthenticatedSession(
         principal=spec.principal,
         groups=frozenset(spec.groups),
-        default_llm_details_id=uuid.UUID(spec.default_llm_details_id)
-        if spec.default_llm_details_id
-        else None,
+        default_llm_details_id=spec.default_llm_details_id,
     )
 
 

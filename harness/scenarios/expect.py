@@ -183,13 +183,17 @@ def _check_chunks(wanted: Sequence[ChunkExpect], result: RunResult) -> list[Mism
 
 
 def _check_requests(key: str, wanted: RequestExpect, requests: list[LlmRequest]) -> list[Mismatch]:
+    """One mismatch per expected field that some request breaks (the first such request)."""
     if not requests:
         return [Mismatch(key, "at least one request", "none was sent")]
+    failed: dict[str, Mismatch] = {}
     for index, request in enumerate(requests):
         for field, expected, actual in _request_fields(wanted, request):
-            if not _field_matches(field, expected, actual):
-                return [Mismatch(f"{key}.{field}", expected, f"{actual!r} (request #{index + 1})")]
-    return []
+            if field not in failed and not _field_matches(field, expected, actual):
+                failed[field] = Mismatch(
+                    f"{key}.{field}", expected, f"{actual!r} (request #{index + 1})"
+                )
+    return list(failed.values())
 
 
 def _request_fields(wanted: RequestExpect, request: LlmRequest) -> list[tuple[str, Any, Any]]:

@@ -8,10 +8,21 @@ before anything runs.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
+from harness.agent.output import output_validator
+from harness.errors import IllegalArgumentException
 from harness.llm.script import ScriptedReply
 from harness.workflow import Workflow
 
@@ -82,6 +93,17 @@ class AgentSpec(ScenarioModel):
     system_prompt: str = "You are a helpful agent."
     user_message: str = "Do the task."
     output_schema: dict[str, JsonValue] | None = None
+
+    @field_validator("output_schema")
+    @classmethod
+    def _a_json_schema(cls, schema: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        if schema is not None:
+            try:
+                output_validator(schema)  # cached: the run reuses it
+            except IllegalArgumentException as error:
+                raise ValueError(str(error)) from None
+        return schema
+
     max_steps: PositiveInt = 10
     max_completion_retries: int = Field(default=2, ge=0)
     max_tokens: PositiveInt | None = None
@@ -108,7 +130,7 @@ def _everyone() -> list[str]:
 class ModelSpec(ScenarioModel):
     """An `LlmDetails` record and who may see it."""
 
-    id: str
+    id: uuid.UUID
     name: str
     provider: ProviderName = "openai"
     model: str = "gpt-4o-mini"
@@ -118,7 +140,7 @@ class ModelSpec(ScenarioModel):
 class SessionSpec(ScenarioModel):
     principal: str = "alice"
     groups: list[str] = Field(default_factory=list)
-    default_llm_details_id: str | None = None
+    default_llm_details_id: uuid.UUID | None = None
 
 
 class ToolPolicySpec(ScenarioModel):

@@ -62,7 +62,7 @@ def load_scenarios(paths: Sequence[Path]) -> list[LoadedScenario]:
 
 def load_file(path: Path) -> list[LoadedScenario]:
     """Load one file holding one scenario or a list of them."""
-    text = path.read_text(encoding="utf-8")
+    text = _read(path)
     try:
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as error:
@@ -82,6 +82,24 @@ def load_file(path: Path) -> list[LoadedScenario]:
             raise ScenarioFileError(_describe(path, node, error)) from None
         loaded.append(LoadedScenario(scenario, path, node.start_mark.line + 1, _expect_lines(node)))
     return loaded
+
+
+def _read(path: Path) -> str:
+    """The file's text; bytes that are not UTF-8 are a `ScenarioFileError` at their position."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ScenarioFileError(f"{path}: cannot read it ({error.strerror or error})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = data[: error.start]
+        line = before.count(b"\n") + 1
+        column = error.start - (before.rfind(b"\n") + 1) + 1
+        raise ScenarioFileError(
+            f"{path}:{line}:{column}: the file is not UTF-8 (byte 0x{data[error.start]:02x}); "
+            "save it as UTF-8"
+        ) from None
 
 
 def _expect_lines(node: yaml.Node) -> dict[str, int]:

@@ -8,7 +8,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.scenarios.run import CellResult
+
+
+class ReportPathError(HarnessError, ValueError):
+    """A report file (`--json`, `--junit-xml`) cannot be written where it was asked for."""
+
+    code = "report_path_invalid"
+
+
+def check_report_path(option: str, path: Path) -> None:
+    """Make sure `path` can be written before anything runs (its folder is created), so a typo
+    never costs a whole run; raises `ReportPathError` naming the option and the cause."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ReportPathError(
+            f"{option} {path}: cannot write a report there ({reason}); choose a file path in a "
+            "writable folder"
+        ) from None
 
 
 def failure_lines(result: CellResult) -> list[str]:

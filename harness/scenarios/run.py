@@ -24,7 +24,12 @@ from harness.scenarios import build
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
 from harness.scenarios.load import LoadedScenario
 from harness.stores.base import StateStore, StoredRun
-from harness.stores.urls import default_store_url, open_store
+from harness.stores.urls import (
+    StoreUrlError,
+    default_store_url,
+    open_store,
+    store_kind,
+)
 from harness.workflow import run_workflow
 
 STORE_URL_VARIABLES = {"postgres": "HARNESS_POSTGRES_URL", "redis": "HARNESS_REDIS_URL"}
@@ -149,10 +154,28 @@ class _SharedStore:
         return None
 
 
+def _kind_of(url: str) -> str | None:
+    try:
+        return store_kind(url)
+    except StoreUrlError:
+        return None
+
+
 def _shared(url: str) -> StateStore:
     store = _SHARED_STORES.get(url)
     if store is None:
-        store = _SHARED_STORES[url] = open_store(url)
+        try:
+            store = open_store(url)
+        except HarnessError:
+            raise
+        except Exception as error:  # the driver's own error: the server is down, auth failed
+            kind = _kind_of(url)
+            where = STORE_URL_VARIABLES.get(kind or "", "the URL")
+            raise ScenarioSetupError(  # never the URL itself: it may hold a password
+                f"cannot open the {kind} store (--store-url or {where}): "
+                f"{type(error).__name__}; start it or fix the URL"
+            ) from None
+        _SHARED_STORES[url] = store
     return _SharedStore(store)
 
 
@@ -164,21 +187,15 @@ def _close_shared_stores() -> None:
 
 
 def _store(kind: str, options: RunOptions) -> StateStore:
+    """The store of a `kind` cell: `--store-url` when it names a store of that kind (a
+    PostgreSQL URL never serves a redis cell), else the environment, else the default."""
     if kind == "memory":
         return open_store("memory://")
+    given = options.store_url if options.store_url and _kind_of(options.store_url) == kind else None
     if kind == "sqlite":
-        url = (
-            options.store_url
-            if options.store_url and options.store_url.startswith("sqlite")
-            else None
-        )
-        return _shared(url or default_store_url(options.workdir))
+        return _shared(given or default_store_url(options.workdir))
     variable = STORE_URL_VARIABLES[kind]
-    url = (
-        options.store_url
-        if options.store_url and not options.store_url.startswith(("sqlite", "memory"))
-        else os.environ.get(variable)
-    )
+    url = given or os.environ.get(variable)
     if not url:
         raise ScenarioSetupError(f"store {kind} needs a URL: pass --store-url or set {variable}")
     return _shared(url)
@@ -297,7 +314,7 @@ def _run_completion(cell: Cell) -> list[Mismatch]:
     except HarnessError as caught:
         error = caught
         outputs = dict(module.outputs)
-    return check_module(scenario.expect, outputs=outputs, error=error)
+    return check_module(scenario.expect, outputs=outputs, error=error, llm_calls=0)
 
 
 def _run_store_check(cell: Cell) -> list[Mismatch]:

@@ -127,6 +127,93 @@ def test_a_store_without_a_url_is_reported(
     assert "store redis needs a URL: pass --store-url or set HARNESS_REDIS_URL" in result.output
 
 
+def test_a_store_url_serves_only_the_cells_of_its_own_kind(
+    scenarios: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HARNESS_REDIS_URL", raising=False)
+    text = scenarios.read_text().replace("stores: [memory]", "stores: [redis]", 1)
+    scenarios.write_text(text)
+    postgres = "postgresql://harness@127.0.0.1:1/runs"
+    result = CliRunner().invoke(
+        main, ["run", str(scenarios), "-k", "capital-pass", "--store-url", postgres]
+    )
+    assert result.exit_code == 1
+    assert "store redis needs a URL" in result.output, "a PostgreSQL URL never serves redis"
+
+
+def test_a_store_that_cannot_be_opened_is_a_cell_error_without_its_url(
+    scenarios: Path,
+) -> None:
+    text = scenarios.read_text().replace("stores: [memory]", "stores: [redis]", 1)
+    scenarios.write_text(text)
+    url = "redis://:hunter2-password@127.0.0.1:1/0"
+    result = CliRunner().invoke(
+        main, ["run", str(scenarios), "-k", "capital-pass", "--store-url", url]
+    )
+    assert result.exit_code == 1
+    assert "cannot open the redis store (--store-url or HARNESS_REDIS_URL)" in result.output
+    assert "hunter2" not in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--store-url", "mysql://db"], "expected a store URL such as"),
+        (["--json", "{file}/report.json"], "--json"),
+        (["--junit-xml", "{tmp}"], "--junit-xml"),
+    ],
+)
+def test_bad_store_urls_and_report_paths_exit_2_before_anything_runs(
+    scenarios: Path, tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    given = [a.format(file=scenarios, tmp=tmp_path) for a in arguments]
+    result = CliRunner().invoke(main, ["run", str(scenarios), *given])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "passed" not in result.output, "nothing ran"
+    assert "Traceback" not in result.output
+
+
+def test_every_broken_request_field_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "forced.yaml"
+    path.write_text(
+        """\
+name: forced-fields
+stores: [memory]
+script:
+  - text: It is Paris.
+  - tool_calls: [{name: __finish__, arguments: {city: Paris}}]
+agent:
+  output_schema: {type: object, properties: {city: {type: string}}, required: [city]}
+expect:
+  status: completed
+  forced_request:
+    tools: [search]
+    tool_choice: auto
+    memory_injected: true
+""",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["run", str(path)])
+    assert result.exit_code == 1
+    for field in ("tools", "tool_choice", "memory_injected"):
+        assert f"expect.forced_request.{field}: expected" in result.output
+
+
+def test_a_completion_scenario_makes_no_llm_calls(tmp_path: Path) -> None:
+    path = tmp_path / "completion.yaml"
+    path.write_text(
+        "name: c\nkind: completion\ninput: {agentFinalAnswer: hi}\nexpect: {llm_calls: 0}\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["run", str(path)])
+    assert result.exit_code == 0, result.output
+
+
 def test_keyword_expressions() -> None:
     match = compile_keyword("(forced or decision) and not slow")
     assert match({"forced-trigger[js-sqlite]"})

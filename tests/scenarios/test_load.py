@@ -119,3 +119,53 @@ def test_mismatches_carry_expected_actual_and_the_line(tmp_path: Path) -> None:
     assert [m.key for m in result.mismatches] == ["outputs"]
     assert result.mismatches[0].actual == {"finalAnswer": "hi", "agentOutcome": "final_answer"}
     assert loaded.line_of("outputs") == 5
+
+
+def test_a_file_that_is_not_utf8_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"name: v\ndescription: caf\xe9\n")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    assert str(caught.value) == (
+        f"{path}:2:17: the file is not UTF-8 (byte 0xe9); save it as UTF-8"
+    )
+
+
+def test_model_ids_must_be_uuids_when_the_file_loads(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "name: d\nkind: decision\ninput: {agentTask: t}\nmodels:\n  - {id: not-a-uuid, name: m}\n"
+        "session: {default_llm_details_id: 7}\nscript: [{text: done}]\n",
+    )
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    message = str(caught.value)
+    assert f"{path}:5:10: models.0.id: Input should be a valid UUID" in message
+    assert "session.default_llm_details_id: UUID input should be" in message
+
+
+def test_an_invalid_output_schema_fails_at_its_key_before_anything_runs(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        AGENT.replace("  user_message: hi\n", "  user_message: hi\n  output_schema: {type: 12}\n"),
+    )
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    assert f"{path}:8:18: agent.output_schema: Value error, output_schema is not a valid JSON" in (
+        str(caught.value)
+    )
+
+
+def test_every_library_scenario_validates_against_the_published_schema() -> None:
+    import json
+
+    import yaml
+    from jsonschema import Draft202012Validator
+
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    validator = Draft202012Validator(json.loads((root / "scenario.schema.json").read_text()))
+    files = sorted(root.rglob("*.yaml"))
+    assert files
+    for path in files:
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert errors == [], f"{path}: an editor using the schema would flag {errors[:2]}"
