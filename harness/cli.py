@@ -170,6 +170,11 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
             f"{change.path}: {state}; {change.new} new, {change.changed} changed, "
             f"{change.removed} removed ({', '.join(change.scenarios)})"
         )
+        if change.rejected is not None:
+            click.echo(
+                f"  kept the previous cassette: {len(change.failed)} scenario cell(s) failed with "
+                f"the new recording, which is in {change.rejected}"
+            )
         for result in change.failed:
             failed = True
             for line in failure_lines(result):

@@ -3,6 +3,11 @@
 Keys come from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; base URLs from
 `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), checked before any request. Each cassette is rewritten
 from this run's traffic only (record mode `all`), then compared with what it held before.
+
+When a scenario fails with its new recording (the provider was down, refused the key, or
+answered differently), the previous cassette is put back and the new recording is kept beside it
+as `<name>.rejected.json`: an outage never empties a committed cassette, and paid traffic is
+never thrown away.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ class CassetteChange:
     removed: int = 0
     created: bool = False
     results: list[CellResult] = field(default_factory=list)
+    rejected: Path | None = None
+    """Where this run's recording went when a scenario failed with it (the previous cassette
+    was put back); None when the new recording replaced the cassette."""
 
     @property
     def failed(self) -> list[CellResult]:
@@ -84,6 +92,11 @@ def record(
                     from harness.cassettes import Cassette
 
                     change.new = len(Cassette.load(path).raw)
+                if change.failed and before is not None:
+                    change.rejected = path.with_name(f"{path.stem}.rejected{path.suffix}")
+                    if path.exists():
+                        os.replace(path, change.rejected)
+                    shutil.copy2(before, path)
             changes.append(change)
     return changes
 

@@ -131,3 +131,38 @@ def test_only_the_providers_cassettes_are_recorded(
     result = CliRunner().invoke(main, ["record", str(scenario), "--provider", "anthropic"])
     assert result.exit_code == 2
     assert "no scenario under the given paths replays a anthropic cassette" in result.output
+
+
+@pytest.mark.parametrize("outage", [True, False])
+def test_a_failing_re_recording_keeps_the_previous_cassette_and_the_new_traffic_beside_it(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, outage: bool
+) -> None:
+    scenario = write_scenario(workdir, "openai", False, "Paris")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    runner = CliRunner()
+    with scripted_provider("openai", replies("Paris")) as base_url:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        assert runner.invoke(main, ["record", str(scenario), "--provider", "openai"]).exit_code == 0
+    cassette = workdir / "cassettes" / "openai.json"
+    before = cassette.read_bytes()
+    if outage:
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # nothing listens
+        result = runner.invoke(main, ["record", str(scenario), "--provider", "openai"])
+    else:  # the model now answers differently from what the scenario expects
+        with scripted_provider("openai", replies("Lyon")) as base_url:
+            monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+            result = runner.invoke(main, ["record", str(scenario), "--provider", "openai"])
+    assert result.exit_code == 1, result.output
+    rejected = workdir / "cassettes" / "openai.rejected.json"
+    assert (
+        f"kept the previous cassette: 1 scenario cell(s) failed with the new recording, which is in {rejected}"
+        in result.output
+    )
+    assert cassette.read_bytes() == before, "the committed cassette is untouched"
+    kept = Cassette.load(rejected).interactions
+    if outage:
+        assert kept == []
+    else:
+        assert [answer_of("openai", i) for i in kept] == ["It is Lyon.", '{"city":"Lyon"}']
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert runner.invoke(main, ["run", str(scenario)]).exit_code == 0
