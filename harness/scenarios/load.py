@@ -71,6 +71,7 @@ def load_file(path: Path) -> list[LoadedScenario]:
         raise ScenarioFileError(f"{where}: invalid YAML: {error.problem}") from None
     if root is None:
         raise ScenarioFileError(f"{path}:1:1: the file is empty; expected a scenario or a list")
+    _refuse_repeated_keys(path, root)
     data: Any = _LOADER("").construct_document(root)  # the same nodes, parsed once
     nodes = root.value if isinstance(root, yaml.SequenceNode) else [root]
     items = data if isinstance(data, list) else [data]
@@ -82,6 +83,33 @@ def load_file(path: Path) -> list[LoadedScenario]:
             raise ScenarioFileError(_describe(path, node, error)) from None
         loaded.append(LoadedScenario(scenario, path, node.start_mark.line + 1, _expect_lines(node)))
     return loaded
+
+
+def _refuse_repeated_keys(path: Path, root: yaml.Node) -> None:
+    """YAML lets a later key silently replace an earlier one, which would drop an expectation
+    without a word; a repeated key is an error at its second occurrence."""
+    pending = [root]
+    visited: set[int] = set()  # an alias shares its anchor's node, even recursively
+    while pending:
+        node = pending.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[object, yaml.Node] = {}
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if name is not None and name in seen:
+                    first, mark = seen[name].start_mark, key_node.start_mark
+                    raise ScenarioFileError(
+                        f"{path}:{mark.line + 1}:{mark.column + 1}: key {name!r} is repeated "
+                        f"(first at line {first.line + 1}); YAML would keep only the last one"
+                    )
+                if name is not None:
+                    seen[name] = key_node
+                pending.append(value_node)
+        elif isinstance(node, yaml.SequenceNode):
+            pending.extend(node.value)
 
 
 def _read(path: Path) -> str:

@@ -169,3 +169,15 @@ def test_every_library_scenario_validates_against_the_published_schema() -> None
     for path in files:
         errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
         assert errors == [], f"{path}: an editor using the schema would flag {errors[:2]}"
+
+
+def test_a_repeated_key_is_an_error_not_a_silently_dropped_expectation(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "expect:\n  status: completed\n")
+    with pytest.raises(ScenarioFileError) as caught:
+        load_scenarios([path])
+    assert str(caught.value) == (
+        f"{path}:6:1: key 'expect' is repeated (first at line 4); YAML would keep only the last one"
+    )
+    nested = write(tmp_path, "- name: a\n  agent: {user_message: x, user_message: y}\n", "n.yaml")
+    with pytest.raises(ScenarioFileError, match=r"n.yaml:2:28: key 'user_message' is repeated"):
+        load_scenarios([nested])
