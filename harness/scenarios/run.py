@@ -210,10 +210,10 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
     spec = scenario.agent
     assert spec is not None
     agent = build.agent_definition(scenario, spec)
+    store = _store(cell.store, options)  # first: closing a store that never ran costs nothing
     transport = build.transport(
         scenario, cell.loaded.folder, _mode_for(cell, options), strict=options.strict_cassettes
     )
-    store = _store(cell.store, options)
     run_id = f"{scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
     if cell.store != "memory":  # a memory store is gone with its cell
         outcome.run_id = run_id
