@@ -10,7 +10,8 @@ after). `response_format` has no Messages equivalent and is not sent: ask for JS
 or force an output tool instead.
 
 `ReasoningEffort` becomes `thinking: {"type": "enabled", "budget_tokens": ...}` with the
-request's budget or `THINKING_BUDGETS[effort]`; unset reasoning and `ReasoningDisabled` send no
+request's budget or `THINKING_BUDGETS[effort]` (lowered below an explicit `max_tokens`, which
+Messages requires); unset reasoning and `ReasoningDisabled` send no
 `thinking`. Messages refuses a forced tool choice while thinking is on; `check_request` in
 `harness.llm.capabilities` catches that before any call.
 
@@ -117,9 +118,23 @@ def stop_kind(stop_reason: str) -> AnyStopKind:
     return STOP_KINDS.get(stop_reason) or OtherStop(reason=stop_reason)
 
 
-def thinking_budget(reasoning: ReasoningEffort) -> int:
-    """The `budget_tokens` sent for `reasoning`: its own budget, or the effort's default."""
-    return reasoning.budget_tokens or THINKING_BUDGETS[reasoning.effort]
+MIN_THINKING_BUDGET: Final = 1_024
+"""The smallest `budget_tokens` Messages accepts."""
+
+
+def thinking_budget(reasoning: ReasoningEffort, max_tokens: int | None = None) -> int:
+    """The `budget_tokens` sent for `reasoning`: its own budget, or the effort's default.
+
+    Messages counts thinking toward `max_tokens` and refuses a budget that is not below it, so
+    with an explicit `max_tokens` the effort's default is lowered to `max_tokens - 1` (never
+    below 1024); an explicit budget is sent as given.
+    """
+    if reasoning.budget_tokens:
+        return reasoning.budget_tokens
+    default = THINKING_BUDGETS[reasoning.effort]
+    if max_tokens is None:
+        return default
+    return max(MIN_THINKING_BUDGET, min(default, max_tokens - 1))
 
 
 def request_path(request: LlmRequest) -> str:
@@ -136,12 +151,20 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
     """The exact Messages body for `request`.
 
     Raises `IllegalArgumentException` when an assistant tool call's arguments are not a JSON
-    object, since `tool_use.input` must be one (the message names the call, not its content).
+    object, since `tool_use.input` must be one (the message names the call, not its content),
+    and when a thinking budget is not below an explicit `max_tokens`.
     """
     thinking = request.reasoning if isinstance(request.reasoning, ReasoningEffort) else None
+    budget = thinking_budget(thinking, request.max_tokens) if thinking else 0
     max_tokens = request.max_tokens
     if max_tokens is None:
-        max_tokens = DEFAULT_MAX_TOKENS + (thinking_budget(thinking) if thinking else 0)
+        max_tokens = DEFAULT_MAX_TOKENS + budget
+    elif thinking is not None and budget >= max_tokens:
+        raise IllegalArgumentException(
+            f"the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}) on "
+            "Anthropic Messages, which counts thinking toward max_tokens; raise max_tokens or "
+            "lower the budget"
+        )
     body: dict[str, JsonValue] = {"model": request.model, "max_tokens": max_tokens}
     system = request.system_text()
     if system:
@@ -151,7 +174,7 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
         body["tools"] = [_render_tool(tool) for tool in request.tools]
         body["tool_choice"] = _render_tool_choice(request.tool_choice)
     if thinking is not None:
-        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget(thinking)}
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.top_p is not None:

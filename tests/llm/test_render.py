@@ -210,7 +210,7 @@ FULL = LlmRequest(
     messages=(UserMessage(content="hi"),),
     tools=(WEATHER,),
     tool_choice=NamedToolChoice(name="get_weather"),
-    max_tokens=300,
+    max_tokens=12_000,
     temperature=0.2,
     top_p=0.9,
     stop_sequences=("END", "STOP"),
@@ -325,3 +325,38 @@ def test_adapter_for_dispatches_and_refuses_other_names() -> None:
 
     with pytest.raises(IllegalArgumentException, match=r"openai, anthropic.*provider='gemini'"):
         adapter_for("gemini")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("effort", "max_tokens", "budget"),
+    [
+        ("medium", 12_000, 8_192),
+        ("high", 5_000, 4_999),
+        ("high", None, 16_384),
+        ("low", 1_025, 1_024),
+    ],
+)
+def test_anthropic_fits_the_default_thinking_budget_below_max_tokens(
+    effort: Literal["low", "medium", "high"], max_tokens: int | None, budget: int
+) -> None:
+    request = FULL.model_copy(
+        update={"reasoning": ReasoningEffort(effort=effort), "max_tokens": max_tokens}
+    )
+    rendered = anthropic.render_request(request)
+    assert rendered["thinking"] == {"type": "enabled", "budget_tokens": budget}
+    assert rendered["max_tokens"] == (max_tokens or 4_096 + budget)
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [ReasoningEffort(effort="minimal"), ReasoningEffort(effort="high", budget_tokens=6_000)],
+)
+def test_anthropic_refuses_a_thinking_budget_that_cannot_fit(reasoning: ReasoningEffort) -> None:
+    request = FULL.model_copy(
+        update={
+            "reasoning": reasoning,
+            "max_tokens": 1_024 if reasoning.effort == "minimal" else 6_000,
+        }
+    )
+    with pytest.raises(IllegalArgumentException, match="must be below max_tokens"):
+        anthropic.render_request(request)
