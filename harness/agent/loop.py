@@ -211,7 +211,11 @@ class AgentLoop:
             results, finish_output, tool_chunks = self._run_calls(step, response.tool_calls)
             history = (
                 *state.messages,
-                AssistantMessage(text=response.text or None, tool_calls=response.tool_calls),
+                AssistantMessage(
+                    text=response.text or None,
+                    tool_calls=response.tool_calls,
+                    reasoning_blocks=response.reasoning_blocks,
+                ),
                 *results,
             )
             state = state.model_copy(update={**update, "messages": history}).with_chunks(
@@ -379,7 +383,11 @@ class AgentLoop:
         if not response.tool_calls or response.truncated:
             return list(_text_message(response.text))
         results: list[Message] = [
-            AssistantMessage(text=response.text or None, tool_calls=response.tool_calls)
+            AssistantMessage(
+                text=response.text or None,
+                tool_calls=response.tool_calls,
+                reasoning_blocks=response.reasoning_blocks,
+            )
         ]
         for call in response.tool_calls:
             if call.name != FINISH_TOOL:

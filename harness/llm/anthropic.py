@@ -16,8 +16,11 @@ Messages requires); unset reasoning and `ReasoningDisabled` send no
 `harness.llm.capabilities` catches that before any call.
 
 Parsing joins the text blocks in order and turns `tool_use` blocks into tool calls whose
-arguments are compact JSON text. Thinking blocks, and server-side tool blocks
-(`server_tool_use`, `*_tool_result`) that the provider already executed, are not part of the
+arguments are compact JSON text. `thinking` and `redacted_thinking` blocks (a streamed one with
+its deltas and signature joined) are kept unchanged as `reasoning_blocks`, which the loop keeps on
+the assistant turn and rendering sends back first while thinking is on, as Messages requires for
+a tool_use continuation; the harness never reads them. Server-side tool blocks
+(`server_tool_use`, `*_tool_result`) that the provider already executed are not part of the
 reply the harness acts on.
 
 Reply rendering (`render_response`, `render_stream`, `render_error`) is the reverse, for scripted
@@ -92,6 +95,9 @@ THINKING_BUDGETS: Final[Mapping[Effort, int]] = {
 `minimal` is the smallest budget Messages accepts (1024). Even `high` plus the default answer
 room stays below the size at which the official SDKs refuse a non-streamed call.
 """
+
+REASONING_BLOCKS: Final = ("thinking", "redacted_thinking")
+"""Content blocks kept as `reasoning_blocks` and sent back unchanged while thinking is on."""
 
 STOP_KINDS: Final[Mapping[str, AnyStopKind]] = {
     "end_turn": EndTurn(),
@@ -169,7 +175,7 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
     system = request.system_text()
     if system:
         body["system"] = system
-    body["messages"] = _render_messages(request)
+    body["messages"] = _render_messages(request, thinking=thinking is not None)
     if request.tools:
         body["tools"] = [_render_tool(tool) for tool in request.tools]
         body["tool_choice"] = _render_tool_choice(request.tool_choice)
@@ -186,15 +192,18 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
     return body
 
 
-def _render_messages(request: LlmRequest) -> list[JsonValue]:
+def _render_messages(request: LlmRequest, *, thinking: bool) -> list[JsonValue]:
     messages: list[JsonValue] = []
     user_blocks: list[JsonValue] | None = None
     for index, message in enumerate(request.messages):
         if isinstance(message, AssistantMessage):
             user_blocks = None
-            messages.append(
-                {"role": "assistant", "content": _render_assistant_blocks(message, index)}
-            )
+            blocks = _render_assistant_blocks(message, index)
+            if thinking:
+                # Messages requires a turn's signed thinking before the tool_use it continues;
+                # with thinking off they are left out (a forced call disables reasoning).
+                blocks = [*(copy_json(block) for block in message.reasoning_blocks), *blocks]
+            messages.append({"role": "assistant", "content": blocks})
             continue
         if user_blocks is None:
             user_blocks = []
@@ -265,11 +274,14 @@ def parse_response(payload: JsonValue) -> LlmResponse:
         raise _READER.incomplete("type", 'the reply type is not "message"')
     text: list[str] = []
     tool_calls: list[LlmToolCall] = []
+    reasoning: list[dict[str, JsonValue]] = []
     for position, value in enumerate(_READER.array(body.get("content"), "content")):
         path = f"content[{position}]"
         block = _READER.object(value, path)
         block_type = _READER.string(block.get("type"), f"{path}.type")
-        if block_type == "text":
+        if block_type in REASONING_BLOCKS:
+            reasoning.append(dict(block))
+        elif block_type == "text":
             text.append(_READER.string(block.get("text"), f"{path}.text"))
         elif block_type == "tool_use":
             tool_calls.append(
@@ -287,6 +299,7 @@ def parse_response(payload: JsonValue) -> LlmResponse:
     return LlmResponse(
         text="".join(text),
         tool_calls=tuple(tool_calls),
+        reasoning_blocks=tuple(reasoning),
         stop=stop_kind(stop_reason),
         provider_stop_reason=stop_reason,
         usage=_usage(counts),
@@ -329,6 +342,17 @@ class _Block:
     tool_name: str = ""
     start_input: JsonValue = None
     partial_json: list[str] = field(default_factory=list)
+    start: dict[str, JsonValue] = field(default_factory=dict)
+    signature: list[str] = field(default_factory=list)
+
+    def reasoning_block(self) -> dict[str, JsonValue]:
+        """A streamed thinking block as the plain reply would carry it (deltas joined)."""
+        if self.kind != "thinking":
+            return dict(self.start)  # redacted_thinking arrives whole
+        block = {**self.start, "thinking": "".join(self.text)}
+        if self.signature:
+            block["signature"] = "".join(self.signature)
+        return block
 
     def tool_call(self) -> LlmToolCall:
         """The call with its arguments: compact JSON if the input is complete, else raw text."""
@@ -390,6 +414,14 @@ class _StreamState:
             block.tool_id = _READER.string(start.get("id"), f"{path}.id")
             block.tool_name = _READER.string(start.get("name"), f"{path}.name")
             block.start_input = start.get("input")
+        elif block.kind in REASONING_BLOCKS:
+            block.start = dict(start)
+            if block.kind == "thinking":
+                block.text.append(
+                    _READER.optional_string(start.get("thinking"), f"{path}.thinking") or ""
+                )
+                signature = _READER.optional_string(start.get("signature"), f"{path}.signature")
+                block.signature.append(signature or "")
         self.blocks[index] = block
 
     def add_delta(self, data: dict[str, JsonValue]) -> None:
@@ -407,7 +439,15 @@ class _StreamState:
             block.partial_json.append(
                 _READER.string(delta.get("partial_json"), "content_block_delta.delta.partial_json")
             )
-        # thinking, signature and citation deltas, and server tool input, are not the reply
+        elif kind == "thinking_delta" and block.kind == "thinking":
+            block.text.append(
+                _READER.string(delta.get("thinking"), "content_block_delta.delta.thinking")
+            )
+        elif kind == "signature_delta" and block.kind == "thinking":
+            block.signature.append(
+                _READER.string(delta.get("signature"), "content_block_delta.delta.signature")
+            )
+        # citation deltas and server tool input are not the reply
 
     def index(self, data: dict[str, JsonValue], path: str) -> int:
         index = data.get("index")
@@ -424,6 +464,9 @@ class _StreamState:
         return LlmResponse(
             text="".join("".join(block.text) for block in ordered if block.kind == "text"),
             tool_calls=tuple(block.tool_call() for block in ordered if block.kind == "tool_use"),
+            reasoning_blocks=tuple(
+                block.reasoning_block() for block in ordered if block.kind in REASONING_BLOCKS
+            ),
             stop=stop_kind(self.stop_reason),
             provider_stop_reason=self.stop_reason,
             usage=_usage(self.counts),

@@ -57,6 +57,10 @@ class AssistantMessage(WireModel):
     kind: Literal["assistant"] = "assistant"
     text: str | None = None
     tool_calls: tuple[LlmToolCall, ...] = ()
+    reasoning_blocks: tuple[dict[str, JsonValue], ...] = ()
+    """The reply's provider reasoning blocks, sent back unchanged before its text and calls
+    while reasoning is on (Anthropic `thinking` / `redacted_thinking` with their signatures,
+    which Messages requires before a `tool_use` it continues). The harness never reads them."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
 
 
@@ -169,6 +173,8 @@ class LlmResponse(WireModel):
 
     text: str = ""
     tool_calls: tuple[LlmToolCall, ...] = ()
+    reasoning_blocks: tuple[dict[str, JsonValue], ...] = ()
+    """Provider reasoning blocks as sent (see `AssistantMessage.reasoning_blocks`)."""
     stop: AnyStopKind
     provider_stop_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)

@@ -495,6 +495,10 @@ def _anthropic_request(body: dict[str, Any]) -> LlmRequest | None:
                 else:
                     return None
             continue
+        reasoning = tuple(b for b in blocks if b["type"] in ("thinking", "redacted_thinking"))
+        if list(reasoning) != blocks[: len(reasoning)]:
+            return None  # reasoning blocks come first, or the neutral request cannot say it
+        blocks = blocks[len(reasoning) :]
         texts = [block["text"] for block in blocks if block["type"] == "text"]
         calls = tuple(
             LlmToolCall(id=block["id"], name=block["name"], arguments=json.dumps(block["input"]))
@@ -508,7 +512,11 @@ def _anthropic_request(body: dict[str, Any]) -> LlmRequest | None:
         ):
             return None
         names.update({call.id: call.name for call in calls})
-        messages.append(AssistantMessage(text=texts[0] if texts else None, tool_calls=calls))
+        messages.append(
+            AssistantMessage(
+                text=texts[0] if texts else None, tool_calls=calls, reasoning_blocks=reasoning
+            )
+        )
     tools = []
     for tool in body.get("tools") or []:
         if (
