@@ -392,6 +392,8 @@ def agents(
 
     Reasoning on Anthropic (extended thinking) makes a forced call impossible: such runs fail with
     `framework_completion_tool_choice_unsupported`, which is one of the documented outcomes.
+    Anthropic counts thinking toward `max_tokens`, so with thinking on a small cap is raised to
+    one the thinking budget fits under (Messages refuses anything else before it answers).
     """
     schema: st.SearchStrategy[dict[str, JsonValue] | None] = (
         output_schemas() if output_schema else st.none()
@@ -414,7 +416,22 @@ def agents(
         ),
         memory=st.none()
         | st.builds(Memory, memories=st.lists(_WORDS.filter(bool), max_size=2).map(tuple)),
-    )
+    ).map(_room_for_thinking if provider == "anthropic" else _unchanged)
+
+
+_THINKING_ROOM: Final = 20_000
+"""A `max_tokens` every Anthropic thinking budget (at most 16,384 by default) fits under."""
+
+
+def _room_for_thinking(agent: AgentDefinition) -> AgentDefinition:
+    thinking = isinstance(agent.reasoning, ReasoningEffort)
+    if thinking and agent.max_tokens is not None and agent.max_tokens <= _THINKING_ROOM:
+        return agent.model_copy(update={"max_tokens": _THINKING_ROOM})
+    return agent
+
+
+def _unchanged(agent: AgentDefinition) -> AgentDefinition:
+    return agent
 
 
 @dataclass(frozen=True)
