@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from harness.cli import main
 from harness.scenarios.select import KeywordError, compile_keyword
@@ -127,16 +127,18 @@ def test_a_store_without_a_url_is_reported(
     assert "store redis needs a URL: pass --store-url or set HARNESS_REDIS_URL" in result.output
 
 
+def run_passing_cell_on_redis(scenarios: Path, store_url: str) -> Result:
+    """`harness run` of the passing scenario moved to the redis store, with `--store-url`."""
+    scenarios.write_text(scenarios.read_text().replace("stores: [memory]", "stores: [redis]", 1))
+    arguments = ["run", str(scenarios), "-k", "capital-pass", "--store-url", store_url]
+    return CliRunner().invoke(main, arguments)
+
+
 def test_a_store_url_serves_only_the_cells_of_its_own_kind(
     scenarios: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("HARNESS_REDIS_URL", raising=False)
-    text = scenarios.read_text().replace("stores: [memory]", "stores: [redis]", 1)
-    scenarios.write_text(text)
-    postgres = "postgresql://harness@127.0.0.1:1/runs"
-    result = CliRunner().invoke(
-        main, ["run", str(scenarios), "-k", "capital-pass", "--store-url", postgres]
-    )
+    result = run_passing_cell_on_redis(scenarios, "postgresql://harness@127.0.0.1:1/runs")
     assert result.exit_code == 1
     assert "store redis needs a URL" in result.output, "a PostgreSQL URL never serves redis"
 
@@ -144,12 +146,7 @@ def test_a_store_url_serves_only_the_cells_of_its_own_kind(
 def test_a_store_that_cannot_be_opened_is_a_cell_error_without_its_url(
     scenarios: Path,
 ) -> None:
-    text = scenarios.read_text().replace("stores: [memory]", "stores: [redis]", 1)
-    scenarios.write_text(text)
-    url = "redis://:hunter2-password@127.0.0.1:1/0"
-    result = CliRunner().invoke(
-        main, ["run", str(scenarios), "-k", "capital-pass", "--store-url", url]
-    )
+    result = run_passing_cell_on_redis(scenarios, "redis://:hunter2-password@127.0.0.1:1/0")
     assert result.exit_code == 1
     assert "cannot open the redis store (--store-url or HARNESS_REDIS_URL)" in result.output
     assert "hunter2" not in result.output
