@@ -167,8 +167,7 @@ def run_ends_validly(result: RunResult, *, extra_codes: Iterable[str] = ()) -> N
                 f"{sent[-1].kind if sent else 'none'}; a forced call's provider error is a failed "
                 "attempt, not a run failure"
             )
-        return
-    if code not in allowed:
+    elif code not in allowed:
         _fail(f"the run failed with error_code={code}; expected one of {sorted(allowed)}")
     if state.output is not None:
         _fail(f"the run failed with {code} but left output behind")
@@ -506,6 +505,22 @@ def _strings(value: object, seen: set[int] | None = None) -> Iterable[str]:
             yield from _strings(item, seen)
 
 
+def _envelope_bounded(envelope: JsonValue) -> str | None:
+    """Where a projected value of the control envelope breaks the bounds, each measured from its
+    own root (the envelope and the `approval` wrapper are not projected values)."""
+    if not isinstance(envelope, dict):
+        return "the control envelope is not an object"
+    for name, value in envelope.items():
+        roots = [value]
+        if name == "approval" and isinstance(value, dict):
+            roots = [value.get("request")]
+        for root in roots:
+            problem = _bounded(root)
+            if problem:
+                return f"{name}: {problem}"
+    return None
+
+
 def _bounded(value: JsonValue, depth: int = 1) -> str | None:
     """Where a projected value breaks the projection bounds, or None."""
     if isinstance(value, str):
@@ -514,8 +529,7 @@ def _bounded(value: JsonValue, depth: int = 1) -> str | None:
     if isinstance(value, dict) and OMITTED_KEY in value and len(value) <= 2:
         return None  # a content-free omission marker
     if isinstance(value, dict | list):
-        # the envelope itself and the `approval` wrapper sit above the projected values
-        if depth > MAX_DEPTH + 2:
+        if depth > MAX_DEPTH:
             return f"depth {depth}"
         # the items marker is one extra member (two keys in an object)
         if len(value) > MAX_ITEMS + (2 if isinstance(value, dict) else 1):
@@ -554,7 +568,7 @@ def decision_outputs_safe(
         envelope_text = message.content
         if len(envelope_text) > MAX_STATE_CHARACTERS:
             _fail(f"the control envelope has {len(envelope_text):,} characters")
-        problem = _bounded(json.loads(envelope_text))
+        problem = _envelope_bounded(json.loads(envelope_text))
         if problem:
             _fail(f"the control envelope breaks the projection bounds: {problem}")
     if isinstance(outputs, HarnessError):

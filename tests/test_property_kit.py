@@ -251,3 +251,23 @@ def test_request_key_examples() -> None:
         request_key_distinguishes(
             "POST", "/v1/chat/completions", {**body, "user": "a"}, {**body, "user": "b"}
         )
+
+
+def nested(levels: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = {"next": value}
+    return value
+
+
+def test_the_envelope_bound_measures_each_projected_value_from_its_own_root() -> None:
+    from harness.invariants import _envelope_bounded
+
+    assert _envelope_bounded({"task": "t", "projectContext": nested(8)}) is None
+    assert _envelope_bounded({"projectContext": nested(9)}) == "projectContext: depth 9"
+    approval = {"request": nested(8), "granted": True}
+    assert _envelope_bounded({"approval": approval}) is None
+    approval = {"request": nested(9), "granted": True}
+    assert _envelope_bounded({"approval": approval}) == "approval: depth 9"
+    omitted: Any = {"projectContext": {"a": {"$omitted": "depth"}}}
+    assert _envelope_bounded(omitted) is None

@@ -105,6 +105,29 @@ def test_an_empty_or_missing_sqlite_file(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.sqlite3").exists()
 
 
+def test_a_file_that_is_no_harness_store_exits_2_and_is_left_alone(tmp_path: Path) -> None:
+    not_sqlite = tmp_path / "notes.sqlite3"
+    not_sqlite.write_bytes(b"these are notes, not a database" * 20)
+    drifted = tmp_path / "drifted.sqlite3"
+    with sqlite3.connect(drifted) as connection:
+        connection.execute("CREATE TABLE harness_schema_migrations (name TEXT)")
+    for path in (not_sqlite, drifted):
+        before = path.read_bytes()
+        code, output = invoke(f"sqlite:///{path}")
+        assert code == 2, output
+        assert "cannot inspect the SQLite store" in output
+        assert "Traceback" not in output
+        assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("url", ["redis://:secret-pw@localhost:notaport/0", "redis://[::1/0"])
+def test_a_redis_url_that_does_not_parse_exits_2_without_its_password(url: str) -> None:
+    code, output = invoke(url)
+    assert code == 2, output
+    assert "the Redis URL does not parse" in output
+    assert "secret-pw" not in output
+
+
 def test_a_bad_url_exits_2() -> None:
     code, output = invoke("mysql://localhost/db")
     assert code == 2

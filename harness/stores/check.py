@@ -170,13 +170,18 @@ def _check_sql(url: str, kind: str) -> StoreCheck:
             ) from None
     try:
         tables = store.tables()
-        applied = store.applied_versions()
+        applied = store.applied_versions() if MIGRATIONS_TABLE in tables else []
         columns = store.columns() if RUNS_TABLE in tables else {}
         if isinstance(store, SQLiteStore):
             # SQLite lets a non-INTEGER PRIMARY KEY hold NULL (a legacy quirk it keeps for
             # compatibility); the key is never written null, so it counts as NOT NULL here.
             for name in store.primary_key() if columns else []:
                 columns[name] = (columns[name][0], False)
+    except Exception as error:  # sqlite3 / psycopg: not a database, or a table it cannot read
+        raise StoreUnavailableError(
+            f"cannot inspect the {'SQLite' if dialect == 'sqlite' else 'PostgreSQL'} store "
+            f"({type(error).__name__}): is it a harness store? Its tables could not be read"
+        ) from None
     finally:
         store.close()
     return StoreCheck(
@@ -192,7 +197,18 @@ def _check_redis(url: str) -> StoreCheck:
 
     from harness.stores.redis import FIELDS, SCHEMA_KEY, SCHEMA_VERSION, RedisStore
 
-    store = RedisStore(url, migrate=False)
+    try:
+        store = RedisStore(url, migrate=False)
+    except ValueError as error:  # redis-py parses the URL here: a bad port or host
+        raise StoreUrlError(
+            f"the Redis URL does not parse ({type(error).__name__}); expected "
+            "redis://[:password@]host:port/db"
+        ) from None
+    except redis.RedisError as error:
+        raise StoreUnavailableError(
+            f"cannot connect to the Redis store ({type(error).__name__}); check the host, port "
+            "and database of the URL"
+        ) from None
     try:
         version = store.schema_version()
         run_ids = store.run_ids(limit=REDIS_RUNS_CHECKED)

@@ -161,6 +161,19 @@ def test_invariants_reject_broken_runs(
         check(broken(completed, **update))
 
 
+def test_a_provider_failure_must_leave_no_output_either() -> None:
+    case = AgentRun(
+        agent=AgentDefinitionFactory.build(max_completion_retries=1, max_steps=1, memory=None),
+        provider="openai",
+        replies=(ScriptedReply.model_validate({"error": {"status": 500, "body": "down"}}),),
+    )
+    failed = run(case)
+    assert failed.state.error_code == "framework_llm_call_failed"
+    run_ends_validly(failed)
+    with pytest.raises(AssertionError, match="left output behind"):
+        run_ends_validly(broken(failed, output={"city": "Paris"}))
+
+
 def test_chunk_sequence_rejects_a_repeated_attempt(completed: RunResult) -> None:
     chunks = list(completed.chunks)
     forced = [i for i, c in enumerate(chunks) if getattr(c, "phase", None) == "attempt_started"]
