@@ -560,6 +560,20 @@ def decision_states() -> st.SearchStrategy[dict[str, Any]]:
             "agentPreviousFailure": _WORDS,
             "agentFailureAttempts": st.integers(0, 3),
             "sessionId": st.just("session-42"),
+            # a model that is not visible (or not a UUID), a supplied catalog (with a canary in
+            # a description, and names the control tools clash with), and contextual visibility
+            # with no server policy: the selection, catalog and SecurityException paths
+            "llmDetailsId": st.sampled_from(
+                ["00000000-0000-4000-8000-00000000dead", "not-a-uuid", CANARY]
+            ),
+            "agentToolCatalog": st.sampled_from(
+                [
+                    {"tools": [{"name": "workflow.execution.inspect", "description": CANARY}]},
+                    {"tools": [{"name": "agent_ask_user"}]},
+                    {"tools": "not a list"},
+                ]
+            ),
+            "securityContextualToolVisibility": st.booleans(),
         },
     )
 
