@@ -22,8 +22,17 @@ from polyfactory.factories.pydantic_factory import ModelFactory
 from pydantic import BaseModel, JsonValue
 
 from harness.agent.definition import AgentDefinition, AgentTool, Memory, Skill, Skills, Workspace
-from harness.cassettes.cassette import Interaction, RecordedRequest, RecordedResponse
+from harness.cassettes.cassette import (
+    CassetteDocument,
+    CassetteMetadata,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    new_metadata,
+    renumber,
+)
 from harness.cassettes.key import canonical_request_key
+from harness.cassettes.sse import SseEvent
 from harness.llm.models import (
     AssistantMessage,
     LlmRequest,
@@ -66,6 +75,7 @@ from harness.protocol.outcome import (
     ToolUse,
 )
 from harness.scenarios.format import AgentSpec, Scenario
+from harness.stores.base import StoredRun
 
 __all__ = [
     "FACTORIES",
@@ -78,6 +88,8 @@ __all__ = [
     "ArtifactRefFactory",
     "AssistantMessageFactory",
     "CancelledFactory",
+    "CassetteDocumentFactory",
+    "CassetteMetadataFactory",
     "EndTurnFactory",
     "ErrorStopFactory",
     "ForcedCompletionChunkFactory",
@@ -103,8 +115,10 @@ __all__ = [
     "ScriptedToolCallFactory",
     "SkillFactory",
     "SkillsFactory",
+    "SseEventFactory",
     "StepFinishChunkFactory",
     "StepStartChunkFactory",
+    "StoredRunFactory",
     "SystemFragmentFactory",
     "TextDeltaChunkFactory",
     "ToolCallChunkFactory",
@@ -168,6 +182,7 @@ class UserMessageFactory(_Factory[UserMessage]):
 
 
 class AssistantMessageFactory(_Factory[AssistantMessage]):
+    reasoning_blocks = ()  # provider-signed blocks cannot be made up
     metadata = Use(_empty_metadata)
 
 
@@ -206,6 +221,7 @@ class UsageFactory(_Factory[Usage]):
 
 
 class LlmResponseFactory(_Factory[LlmResponse]):
+    reasoning_blocks = ()  # provider-signed blocks cannot be made up
     metadata = Use(_empty_metadata)
     raw = Use(_json_object)
 
@@ -396,6 +412,52 @@ class InteractionFactory(_Factory[Interaction]):
             request.method, request.url, request.headers, request.body_bytes()
         )
         return Interaction.build(key, kwargs.get("occurrence", 1), request, response)
+
+
+class SseEventFactory(_Factory[SseEvent]):
+    """A data event as providers send them (JSON data, no id or retry, no comments)."""
+
+    event = None
+    data = Use(lambda: json.dumps(_json_object()))
+    id = None
+    retry = None
+    comments = ()
+
+
+class CassetteMetadataFactory(_Factory[CassetteMetadata]):
+    @classmethod
+    def build(cls, *args: Any, **kwargs: Any) -> CassetteMetadata:
+        return new_metadata(kwargs.get("provider", "openai")).model_copy(update=kwargs)
+
+
+class CassetteDocumentFactory(_Factory[CassetteDocument]):
+    """A cassette file of 1-3 interactions, occurrences counted per key, unsigned: it loads and
+    verifies when written (`Cassette.from_document(path, document).dumps()`)."""
+
+    @classmethod
+    def build(cls, *args: Any, **kwargs: Any) -> CassetteDocument:
+        interactions = kwargs.get("interactions")
+        if interactions is None:
+            count = _Factory.__random__.randint(1, 3)
+            interactions = [InteractionFactory.build() for _ in range(count)]
+        return CassetteDocument(
+            metadata=kwargs.get("metadata") or CassetteMetadataFactory.build(),
+            interactions=renumber(interactions),
+            signature=kwargs.get("signature"),
+        )
+
+
+# -- stores -------------------------------------------------------------------------------------
+
+
+class StoredRunFactory(_Factory[StoredRun]):
+    """A stored run whose state is JSON and whose forced-completion state keeps its budget."""
+
+    status = Use(lambda: _Factory.__random__.choice(["running", "completed", "failed"]))
+    state_json = Use(lambda: json.dumps(_json_object()))
+    forced_completion = Use(
+        lambda: ForcedCompletionStateFactory.build() if _Factory.__random__.random() < 0.5 else None
+    )
 
 
 # -- agents and scenarios -----------------------------------------------------------------------

@@ -568,7 +568,7 @@ def decision_states() -> st.SearchStrategy[dict[str, Any]]:
             ),
             "agentToolCatalog": st.sampled_from(
                 [
-                    {"tools": [{"name": "workflow.execution.inspect", "description": CANARY}]},
+                    {"tools": [{"name": "tickets.search", "description": CANARY}]},
                     {"tools": [{"name": "agent_ask_user"}]},
                     {"tools": "not a list"},
                 ]

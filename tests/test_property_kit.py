@@ -84,17 +84,42 @@ def test_every_factory_builds_valid_instances_that_round_trip(factory: Any) -> N
         assert model.model_validate_json(built.model_dump_json(**options)) == built
 
 
-def test_factories_cover_every_public_protocol_model() -> None:
+def test_factories_cover_every_public_record_model() -> None:
+    import harness.cassettes
+    import harness.cassettes.cassette
+    import harness.cassettes.sse
     import harness.protocol
+    import harness.stores
 
     built = {factory.__model__ for factory in FACTORIES}
     public = {
         value
-        for value in vars(harness.protocol).values()
-        if inspect.isclass(value) and issubclass(value, BaseModel)
+        for module in (
+            harness.protocol,
+            harness.cassettes,
+            harness.cassettes.cassette,
+            harness.cassettes.sse,
+            harness.stores,
+        )
+        for value in vars(module).values()
+        if inspect.isclass(value)
+        and issubclass(value, BaseModel)
+        and value is not BaseModel
+        and not value.__name__.startswith("_")
     }
     abstract = {harness.protocol.StopKind}
-    assert public - abstract <= built
+    assert public - abstract <= built, sorted(m.__name__ for m in public - abstract - built)
+
+
+def test_a_built_cassette_document_loads_and_verifies(tmp_path: Any) -> None:
+    from harness.cassettes import Cassette
+    from harness.factories import CassetteDocumentFactory
+
+    for index in range(10):
+        document = CassetteDocumentFactory.build()
+        path = tmp_path / f"built-{index}.json"
+        path.write_bytes(Cassette.from_document(path, document).dumps(signing_key=None))
+        assert len(Cassette.load(path).interactions) == len(document.interactions)
 
 
 def test_factory_cross_field_rules_hold() -> None:
