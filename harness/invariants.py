@@ -53,6 +53,7 @@ from harness.llm.models import (
     FRAGMENT_BASE,
     AssistantMessage,
     LlmRequest,
+    Message,
     NamedToolChoice,
     ReasoningDisabled,
     ToolResultMessage,
@@ -359,13 +360,18 @@ def chunk_sequence_valid(chunks: Sequence[StreamChunk]) -> None:
 
 
 def memory_extracted_once_at_terminal(
-    result: RunResult, *, extractor_calls: int | None = None
+    result: RunResult,
+    *,
+    extractor_calls: int | None = None,
+    extracted: Sequence[Sequence[Message]] | None = None,
 ) -> None:
     """An agent with memory extracts memories exactly once, at the terminal outcome (completed or
     failed), never on a forced attempt that continues; an agent without memory never extracts.
 
     Pass `extractor_calls` (how often your `extract_memories` callback ran) to check the callback
-    too. Memories are recalled once per work call that went out, and never for a forced call.
+    too, or `extracted` (the histories it received, in order) to also check that the one
+    extraction saw the run's final history, not an earlier one. Memories are recalled once per
+    work call that went out, and never for a forced call.
     """
     agent = result.agent
     state = result.state
@@ -374,6 +380,16 @@ def memory_extracted_once_at_terminal(
         _fail(f"memory extracted {state.memory_extractions} time(s); expected {expected}")
     if extractor_calls is not None and extractor_calls != expected:
         _fail(f"the extract_memories callback ran {extractor_calls} time(s); expected {expected}")
+    if extracted is not None:
+        if len(extracted) != expected:
+            _fail(
+                f"the extract_memories callback ran {len(extracted)} time(s); expected {expected}"
+            )
+        if extracted and tuple(extracted[0]) != tuple(state.messages):
+            _fail(
+                f"memory was extracted from a history of {len(extracted[0])} message(s), not the "
+                f"final one of {len(state.messages)}: extraction ran before the terminal outcome"
+            )
     if not state.finished:
         _fail("memory was checked before the run finished")
     recalls = (

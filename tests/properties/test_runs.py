@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.agent.result import RunResult
 from harness.agent.state import PERSISTENCE_POINTS
-from harness.factories import AgentDefinitionFactory
+from harness.factories import AgentDefinitionFactory, MemoryFactory
 from harness.invariants import (
     chunk_sequence_valid,
     crash_resume_equivalent,
@@ -94,7 +94,7 @@ def test_chunk_sequences_are_valid(case: AgentRun) -> None:
 def test_memory_is_extracted_once_at_the_terminal_outcome(case: AgentRun) -> None:
     calls: list[tuple[Message, ...]] = []
     result = run(case, extract_memories=calls.append)
-    memory_extracted_once_at_terminal(result, extractor_calls=len(calls))
+    memory_extracted_once_at_terminal(result, extractor_calls=len(calls), extracted=calls)
 
 
 @given(runs(max_steps=st.integers(1, 2), budgets=st.integers(0, 2)))
@@ -159,6 +159,18 @@ def test_invariants_reject_broken_runs(
 ) -> None:
     with pytest.raises(AssertionError, match=message):
         check(broken(completed, **update))
+
+
+def test_an_extraction_from_an_earlier_history_is_caught(completed: RunResult) -> None:
+    assert completed.agent.memory is None
+    with_memory = RunResult(
+        agent=completed.agent.model_copy(update={"memory": MemoryFactory.build(memories=())}),
+        state=completed.state.model_copy(update={"memory_extractions": 1}),
+    )
+    final = completed.state.messages
+    memory_extracted_once_at_terminal(with_memory, extracted=[final])
+    with pytest.raises(AssertionError, match="before the terminal outcome"):
+        memory_extracted_once_at_terminal(with_memory, extracted=[final[:2]])
 
 
 def test_a_provider_failure_must_leave_no_output_either() -> None:
