@@ -169,16 +169,9 @@ def test_contextual_visibility_filters_through_the_server_policy() -> None:
     )
 
 
-@pytest.mark.parametrize("policy", [None, Policy(False)])
-def test_an_unavailable_policy_fails_closed(policy: Policy | None) -> None:
-    decision, completer, _ = module([tool_reply(INSPECT)], tool_policy=policy)
-    with pytest.raises(SecurityException, match="no unfiltered fallback"):
-        decision.execute({**SEED_STATE, "securityContextualToolVisibility": True})
-    assert completer.requests == []
-    assert decision.outputs == {}
-
-
 class BrokenPolicy:
+    """A policy that fails, or breaks its contract by returning something else."""
+
     def __init__(self, answer: object) -> None:
         self.answer = answer
 
@@ -190,9 +183,18 @@ class BrokenPolicy:
         return self.answer  # type: ignore[return-value]  # a policy breaking its contract
 
 
-@pytest.mark.parametrize("answer", [TimeoutError("policy service"), None, ["a", "list"]])
-def test_a_policy_that_fails_or_breaks_its_contract_fails_closed(answer: object) -> None:
-    decision, completer, _ = module([tool_reply(INSPECT)], tool_policy=BrokenPolicy(answer))
+@pytest.mark.parametrize(
+    "policy",
+    [
+        None,
+        Policy(False),
+        BrokenPolicy(TimeoutError("policy service")),
+        BrokenPolicy(None),
+        BrokenPolicy(["a", "list"]),
+    ],
+)
+def test_an_unavailable_or_broken_policy_fails_closed(policy: object) -> None:
+    decision, completer, _ = module([tool_reply(INSPECT)], tool_policy=policy)
     with pytest.raises(SecurityException, match="no unfiltered fallback"):
         decision.execute({**SEED_STATE, "securityContextualToolVisibility": True})
     assert completer.requests == []
