@@ -19,6 +19,7 @@ _T = TypeVar("_T")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
+EXIT_INTERRUPTED = 130
 
 
 @click.group()
@@ -77,14 +78,15 @@ def run(
     from harness.cassettes import RecordMode
     from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
     from harness.scenarios.report import (
-        check_report_path,
+        check_report_paths,
         failure_lines,
         summary,
         write_json,
         write_junit,
     )
     from harness.scenarios.select import compile_keyword
-    from harness.stores.urls import store_kind
+    from harness.stores.timeouts import StoreTimeouts
+    from harness.stores.urls import check_store_url
 
     console = Console()
     options = RunOptions(
@@ -97,10 +99,9 @@ def run(
     try:
         selected = compile_keyword(keyword)
         if store_url:
-            store_kind(store_url)
-        for option, report in (("--junit-xml", junit_xml), ("--json", json_path)):
-            if report is not None:
-                check_report_path(option, report)
+            check_store_url(store_url)
+        StoreTimeouts.from_environment()
+        check_report_paths({"--junit-xml": junit_xml, "--json": json_path})
         loaded = load_scenarios(list(paths) or [Path("scenarios")])
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
@@ -112,11 +113,15 @@ def run(
         click.echo("error: no scenario cell matches the given paths and filters", err=True)
         sys.exit(EXIT_INVALID)
     results = []
+    interrupted = False
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("scenarios", total=len(cells))
-        for cell in cells:
-            results.append(run_cell(cell, options))
-            progress.advance(task)
+        try:
+            for cell in cells:
+                results.append(run_cell(cell, options))
+                progress.advance(task)
+        except KeyboardInterrupt:  # report what ran, then stop as an interrupted run does
+            interrupted = True
     table = Table(title="harness run")
     for column in ("scenario", "runtime", "store", "result", "time"):
         table.add_column(column)
@@ -136,11 +141,22 @@ def run(
         for line in failure_lines(result):
             console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
     counts = summary(results)
-    console.print(f"{counts['passed']} passed, {counts['failed']} failed", highlight=False)
-    if junit_xml is not None:
-        write_junit(results, junit_xml)
-    if json_path is not None:
-        write_json(results, json_path)
+    skipped = len(cells) - len(results)
+    console.print(
+        f"{counts['passed']} passed, {counts['failed']} failed"
+        + (f", {skipped} not run (interrupted)" if interrupted else ""),
+        highlight=False,
+    )
+    try:
+        if junit_xml is not None:
+            write_junit(results, junit_xml)
+        if json_path is not None:
+            write_json(results, json_path)
+    except OSError as error:
+        click.echo(f"error: cannot write a report ({error.strerror or error})", err=True)
+        sys.exit(EXIT_INVALID)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_FAILED if counts["failed"] else EXIT_OK)
 
 

@@ -104,7 +104,9 @@ class PublishRefusedError(HarnessError, ValueError):
 
 
 class StoreUnavailableError(HarnessError):
-    """A store cannot be reached or opened for inspection; the message never holds its URL."""
+    """A store cannot be reached, opened, or used: its server is down, went away mid-run, or
+    timed out. The message names the store kind and the driver's exception type, never the URL
+    (it may hold a password)."""
 
     code: ClassVar[str] = "store_unavailable"
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cassettes.cassette import write_atomically
 from harness.errors import HarnessError
 from harness.scenarios.run import CellResult
 
@@ -18,14 +21,31 @@ class ReportPathError(HarnessError, ValueError):
     code = "report_path_invalid"
 
 
-def check_report_path(option: str, path: Path) -> None:
-    """Make sure `path` can be written before anything runs (its folder is created), so a typo
-    never costs a whole run; raises `ReportPathError` naming the option and the cause."""
+def check_report_paths(reports: Mapping[str, Path | None]) -> None:
+    """Make sure every report (option -> path) can be written before anything runs, so a typo
+    never costs a whole run: each folder is created, must take a new file, and the path must not
+    be a folder or a special file; two reports may not share one file. Nothing is written to the
+    report paths themselves. Raises `ReportPathError` naming the option and the cause."""
+    claimed: dict[Path, str] = {}
+    for option, path in reports.items():
+        if path is None:
+            continue
+        _check_writable(option, path)
+        resolved = path.resolve()
+        if resolved in claimed:
+            raise ReportPathError(
+                f"{option} {path}: {claimed[resolved]} already writes that file; give each "
+                "report its own path"
+            )
+        claimed[resolved] = option
+
+
+def _check_writable(option: str, path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise IsADirectoryError(f"{path} is a folder")
-        with path.open("a", encoding="utf-8"):
+        if path.exists() and not path.is_file():
+            raise IsADirectoryError(0, "it is a folder" if path.is_dir() else "not a regular file")
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"):
             pass
     except OSError as error:
         reason = error.strerror or str(error)
@@ -96,8 +116,9 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
 
 
 def write_json(results: Sequence[CellResult], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(results), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    """Write the JSON report atomically: a reader sees the previous report or this one, whole."""
+    text = json.dumps(to_json(results), indent=2, ensure_ascii=False) + "\n"
+    write_atomically(path, text.encode("utf-8"))
 
 
 def write_junit(results: Sequence[CellResult], path: Path) -> None:
@@ -114,24 +135,34 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
         case = ElementTree.SubElement(
             suite,
             "testcase",
-            classname=result.cell.loaded.path.stem,
-            name=result.cell.id,
-            file=str(result.cell.loaded.path),
+            classname=_xml(result.cell.loaded.path.stem),
+            name=_xml(result.cell.id),
+            file=_xml(str(result.cell.loaded.path)),
             line=str(result.cell.loaded.line),
             time=f"{result.duration:.3f}",
         )
         if result.error is not None:
-            error = ElementTree.SubElement(case, "error", message=result.error.splitlines()[0])
-            error.text = "\n".join(failure_lines(result))
+            first_line = (result.error.splitlines() or [""])[0]
+            error = ElementTree.SubElement(case, "error", message=_xml(first_line))
+            error.text = _xml("\n".join(failure_lines(result)))
         elif result.mismatches:
             failure = ElementTree.SubElement(
                 case, "failure", message=f"{len(result.mismatches)} expectation(s) failed"
             )
-            failure.text = "\n".join(failure_lines(result))
-    path.parent.mkdir(parents=True, exist_ok=True)
+            failure.text = _xml("\n".join(failure_lines(result)))
     root = ElementTree.Element("testsuites")
     root.append(suite)
-    ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    data = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    write_atomically(path, data + b"\n")
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """`text` with the characters XML 1.0 cannot hold (control characters, lone surrogates)
+    replaced by U+FFFD, so a hostile scenario name never makes the JUnit file unreadable."""
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _jsonable(value: Any) -> Any:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import time
+import traceback
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.cassettes import CassetteTransport, RecordMode
-from harness.errors import HarnessError
+from harness.errors import HarnessError, StoreUnavailableError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptTransport
 from harness.modules.completion import AgentCompletionModule
@@ -31,6 +33,8 @@ from harness.stores.urls import (
     store_kind,
 )
 from harness.workflow import run_workflow
+
+_T = TypeVar("_T")
 
 STORE_URL_VARIABLES = {"postgres": "HARNESS_POSTGRES_URL", "redis": "HARNESS_REDIS_URL"}
 
@@ -99,7 +103,10 @@ def expand(loaded: Iterable[LoadedScenario], options: RunOptions) -> list[Cell]:
 
 
 def run_cell(cell: Cell, options: RunOptions) -> CellResult:
-    """Run one cell; a harness error (a cassette miss included) is reported, never raised."""
+    """Run one cell. Nothing it raises escapes: a harness error (a cassette miss included) or
+    failed assertion is reported as the cell's error, a store that dies fails the cell with
+    `StoreUnavailableError`, and anything else is reported by exception type and place, never by
+    its message (which may quote the user's content). The next cell runs either way."""
     started = time.perf_counter()
     result = CellResult(cell)
     try:
@@ -115,8 +122,32 @@ def run_cell(cell: Cell, options: RunOptions) -> CellResult:
     except (HarnessError, AssertionError) as error:
         result.error = f"{type(error).__name__}: {error}"
         result.error_code = getattr(error, "code", None)
+    except Exception as error:
+        unexpected = UnexpectedCellError.from_exception(error)
+        result.error = f"{type(unexpected).__name__}: {unexpected}"
+        result.error_code = unexpected.code
     result.duration = time.perf_counter() - started
     return result
+
+
+class UnexpectedCellError(HarnessError):
+    """A cell raised something no harness component raises on purpose: a bug, in the harness or
+    in code the cell ran. Named by exception type and the innermost place it was raised."""
+
+    code = "cell_crashed"
+
+    @classmethod
+    def from_exception(cls, error: BaseException) -> UnexpectedCellError:
+        frames = traceback.extract_tb(error.__traceback__)
+        where = ""
+        if frames:
+            last = frames[-1]
+            where = f" at {Path(last.filename).name}:{last.lineno} (in {last.name})"
+        return cls(
+            f"the cell raised {type(error).__name__}{where}; its message is not shown since it "
+            "may quote scenario content. If the harness is at fault, please report it with the "
+            "scenario file"
+        )
 
 
 def _gateway(provider: str, transport: Any) -> LlmGateway:
@@ -134,24 +165,45 @@ def _mode_for(cell: Cell, options: RunOptions) -> RecordMode:
 _SHARED_STORES: dict[str, StateStore] = {}
 
 
-class _SharedStore:
-    """A durable store opened once per process and URL: cells reuse its connection (opening a
-    store checks its migrations), and closing one cell's view leaves it open for the next."""
+class _GuardedStore:
+    """A cell's view of a store: the driver's own errors (the server went away, a statement timed
+    out) become `StoreUnavailableError` naming the store kind and the exception type, never the
+    URL (it may hold a password). A durable store is opened once per process and URL and shared
+    by the cells (opening one checks its migrations); closing a cell's view leaves it open, and a
+    store that failed is dropped so the next cell connects afresh."""
 
-    def __init__(self, store: StateStore) -> None:
+    def __init__(self, store: StateStore, kind: str, url: str | None) -> None:
         self._store = store
+        self._kind = kind
+        self._url = url
+
+    def _call(self, action: str, operation: Callable[[], _T]) -> _T:
+        try:
+            return operation()
+        except HarnessError:
+            raise
+        except Exception as error:
+            if self._url is not None and _SHARED_STORES.get(self._url) is self._store:
+                del _SHARED_STORES[self._url]
+                with contextlib.suppress(Exception):
+                    self._store.close()
+            raise StoreUnavailableError(
+                f"the {self._kind} store failed to {action} a run ({type(error).__name__}); "
+                "the cell fails and the run goes on. Check that the server is up and answering"
+            ) from None
 
     def load(self, run_id: str) -> StoredRun | None:
-        return self._store.load(run_id)
+        return self._call("load", lambda: self._store.load(run_id))
 
     def save(self, run: StoredRun) -> None:
-        self._store.save(run)
+        self._call("save", lambda: self._store.save(run))
 
     def delete(self, run_id: str) -> bool:
-        return self._store.delete(run_id)
+        return self._call("delete", lambda: self._store.delete(run_id))
 
     def close(self) -> None:
-        return None
+        if self._url is None:
+            self._call("close", self._store.close)
 
 
 def _kind_of(url: str) -> str | None:
@@ -161,29 +213,41 @@ def _kind_of(url: str) -> str | None:
         return None
 
 
+_UNOPENABLE_STORES: dict[str, ScenarioSetupError] = {}
+"""Stores that could not be opened in this run: their other cells fail at once with the same
+error instead of each waiting out the connect timeout again."""
+
+
 def _shared(url: str) -> StateStore:
+    kind = _kind_of(url) or "unknown"
     store = _SHARED_STORES.get(url)
     if store is None:
+        failed = _UNOPENABLE_STORES.get(url)
+        if failed is not None:
+            raise ScenarioSetupError(str(failed))
         try:
             store = open_store(url)
         except HarnessError:
             raise
         except Exception as error:  # the driver's own error: the server is down, auth failed
-            kind = _kind_of(url)
-            where = STORE_URL_VARIABLES.get(kind or "", "the URL")
-            raise ScenarioSetupError(  # never the URL itself: it may hold a password
+            where = STORE_URL_VARIABLES.get(kind, "the URL")
+            refused = ScenarioSetupError(  # never the URL itself: it may hold a password
                 f"cannot open the {kind} store (--store-url or {where}): "
                 f"{type(error).__name__}; start it or fix the URL"
-            ) from None
+            )
+            _UNOPENABLE_STORES[url] = refused
+            raise refused from None
         _SHARED_STORES[url] = store
-    return _SharedStore(store)
+    return _GuardedStore(store, kind, url)
 
 
 @atexit.register
 def _close_shared_stores() -> None:
     for store in _SHARED_STORES.values():
-        store.close()
+        with contextlib.suppress(Exception):  # a server that went away has nothing to close
+            store.close()
     _SHARED_STORES.clear()
+    _UNOPENABLE_STORES.clear()
 
 
 def _store(kind: str, options: RunOptions) -> StateStore:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from harness.protocol.forced import ForcedCompletionState
 from harness.stores.base import StoredRun
 from harness.stores.migrations import LATEST_VERSION, MIGRATIONS_TABLE, RUNS_TABLE, pending
+from harness.stores.timeouts import StoreTimeouts
 
 _MIGRATION_LOCK = 0x6861726E  # pg_advisory_xact_lock key: migrations run one at a time
 
@@ -17,15 +19,27 @@ _MIGRATION_LOCK = 0x6861726E  # pg_advisory_xact_lock key: migrations run one at
 class PostgresStore:
     """Runs in PostgreSQL; migrations are applied on start-up under an advisory lock."""
 
-    def __init__(self, url: str, *, migrate_to: int = LATEST_VERSION, migrate: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrate_to: int = LATEST_VERSION,
+        migrate: bool = True,
+        timeouts: StoreTimeouts | None = None,
+    ) -> None:
         """Connect and apply pending migrations up to `migrate_to`.
 
         With `migrate=False` nothing is migrated and the session is read-only
-        (`default_transaction_read_only`), so inspecting a database cannot change it.
+        (`default_transaction_read_only`), so inspecting a database cannot change it. The
+        connection and every statement are bounded by `timeouts` (default: from the environment,
+        `StoreTimeouts.from_environment()`), unless the URL sets its own.
         """
         self.url = url
         self._lock = threading.Lock()
-        self._connection = psycopg.connect(url, autocommit=True)
+        bounds = timeouts or StoreTimeouts.from_environment()
+        self._connection = psycopg.connect(
+            make_conninfo(url, **_bounded(url, bounds)), autocommit=True
+        )
         if not migrate:
             self._connection.execute("SET default_transaction_read_only = on")
             return
@@ -124,3 +138,20 @@ class PostgresStore:
     def close(self) -> None:
         with self._lock:
             self._connection.close()
+
+
+def _bounded(url: str, timeouts: StoreTimeouts) -> dict[str, str]:
+    """Connection parameters that bound the connect and each statement, unless `url` sets them.
+
+    `statement_timeout` is enforced by the server, so a slow query ends with an error instead of
+    holding a cell forever; `connect_timeout` covers a server that accepts and never answers.
+    """
+    given = conninfo_to_dict(url)
+    extra: dict[str, str] = {}
+    if "connect_timeout" not in given:
+        extra["connect_timeout"] = str(timeouts.connect_whole_seconds)
+    options = str(given.get("options") or "")
+    if "statement_timeout" not in options:
+        milliseconds = max(1, round(timeouts.statement_seconds * 1000))
+        extra["options"] = f"{options} -c statement_timeout={milliseconds}".strip()
+    return extra

@@ -9,6 +9,7 @@ import redis
 
 from harness.protocol.forced import ForcedCompletionState
 from harness.stores.base import StoredRun
+from harness.stores.timeouts import StoreTimeouts
 
 KEY_PREFIX: Final = "harness:run:"
 SCHEMA_KEY: Final = "harness:schema"
@@ -20,10 +21,23 @@ FIELDS: Final = ("status", "stateJson", "forcedCompletion", "updatedAt")
 class RedisStore:
     """Runs in Redis hashes; a save replaces the run's fields in one transaction."""
 
-    def __init__(self, url: str, *, migrate: bool = True) -> None:
-        """Connect and mark the schema; with `migrate=False` nothing is written."""
+    def __init__(
+        self, url: str, *, migrate: bool = True, timeouts: StoreTimeouts | None = None
+    ) -> None:
+        """Connect and mark the schema; with `migrate=False` nothing is written.
+
+        Connecting and every command are bounded by `timeouts` (default: from the environment,
+        `StoreTimeouts.from_environment()`); `socket_connect_timeout=` / `socket_timeout=` in the
+        URL's query win.
+        """
         self.url = url
-        self._client = redis.Redis.from_url(url, decode_responses=True)
+        bounds = timeouts or StoreTimeouts.from_environment()
+        self._client = redis.Redis.from_url(  # the URL's own query values win
+            url,
+            decode_responses=True,
+            socket_connect_timeout=bounds.connect_seconds,
+            socket_timeout=bounds.statement_seconds,
+        )
         if migrate:
             self._client.set(SCHEMA_KEY, SCHEMA_VERSION)
 

@@ -60,6 +60,36 @@ def sqlite_path(url: str) -> str:
     return path
 
 
+def check_store_url(url: str) -> str:
+    """The store kind of `url` once its form is checked (nothing is opened): a known scheme, a
+    SQLite file path, a PostgreSQL conninfo or Redis URL that parses. Raises `StoreUrlError`
+    saying what is wrong, never echoing the URL (it may hold a password)."""
+    kind = store_kind(url)
+    if kind == "sqlite":
+        sqlite_path(url)
+    elif kind == "postgres":
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            conninfo_to_dict(url.replace("postgres://", "postgresql://", 1))
+        except ProgrammingError:
+            raise StoreUrlError(
+                "the PostgreSQL URL does not parse; expected postgresql://user:password@host:5432/db"
+            ) from None
+    elif kind == "redis":
+        from redis import ConnectionPool
+
+        try:
+            ConnectionPool.from_url(url)  # parses only; nothing connects until a command
+        except ValueError as error:
+            raise StoreUrlError(
+                f"the Redis URL does not parse ({type(error).__name__}); expected "
+                "redis://[:password@]host:port/db"
+            ) from None
+    return kind
+
+
 def open_store(url: str) -> StateStore:
     """Open (and migrate) the store the URL names."""
     kind = store_kind(url)

@@ -15,9 +15,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,8 +57,28 @@ def wait_for_port(port: int, seconds: float = 30.0) -> None:
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {seconds}s")
 
 
+@dataclass(frozen=True)
+class RunningServer:
+    """A server started for a test: its URL, and a way to stop it early (as if it died)."""
+
+    url: str
+    stop: Callable[[], None]
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
+    with running_postgres() as server:
+        yield server.url
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    with running_redis() as server:
+        yield server.url
+
+
+@contextmanager
+def running_postgres() -> Iterator[RunningServer]:
     initdb, pg_ctl = find_binary("initdb"), find_binary("pg_ctl")
     if initdb is None or pg_ctl is None:
         missing("PostgreSQL (initdb, pg_ctl)")
@@ -76,20 +98,24 @@ def postgres_server() -> Iterator[str]:
     run(initdb, "-D", str(data), "-A", "trust", "-U", "harness", "-E", "UTF8", "--no-sync")
     options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
     run(pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start")
-    try:
-        wait_for_port(port)
-        yield f"postgresql://harness@127.0.0.1:{port}/postgres"
-    finally:
+
+    def stop() -> None:
         subprocess.run(
             [*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
             capture_output=True,
             cwd=folder,
         )
+
+    try:
+        wait_for_port(port)
+        yield RunningServer(f"postgresql://harness@127.0.0.1:{port}/postgres", stop)
+    finally:
+        stop()
         shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
-def redis_server() -> Iterator[str]:
+def running_redis() -> Iterator[RunningServer]:
     binary = find_binary("redis-server")
     if binary is None:
         missing("Redis (redis-server)")
@@ -113,10 +139,46 @@ def redis_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        wait_for_port(port)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
+
+    def stop() -> None:
         process.terminate()
         process.wait(timeout=10)
+
+    try:
+        wait_for_port(port)
+        yield RunningServer(f"redis://127.0.0.1:{port}/0", stop)
+    finally:
+        stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """A TCP port that accepts connections and never answers: a hung database server."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.1)  # so the accepting thread sees `stopped`
+    accepted: list[socket.socket] = []
+    stopped = threading.Event()
+
+    def accept() -> None:
+        while not stopped.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            accepted.append(connection)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stopped.set()
+        thread.join()
+        listener.close()
+        for connection in accepted:
+            connection.close()
