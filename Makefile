@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: run test services lint typecheck unit thorough bench clean
+.PHONY: run test services lint typecheck unit thorough fuzz bench clean
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ test: services lint typecheck unit
 
 thorough: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n 2
+
+# Hostile input, bounded: 5,000 inputs per property over the scenario loader, the cassette
+# reader and the command line; any byte string must give a result or a typed HarnessError.
+fuzz: $(STAMP)
+	HARNESS_HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -n 2 -p no:cacheprovider tests/fuzz
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cassette_replay

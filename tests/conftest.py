@@ -1,7 +1,8 @@
 """Shared test configuration: hypothesis profiles.
 
-`fast` (the default, used in CI) and `thorough` (more examples, no deadline), chosen with the
-environment variable HARNESS_HYPOTHESIS_PROFILE.
+`fast` (the default, used in CI), `thorough` (more examples, no deadline) and `fuzz` (what
+`make fuzz` runs over tests/fuzz: many more inputs for the hostile-input properties), chosen with
+the environment variable HARNESS_HYPOTHESIS_PROFILE.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ settings.register_profile(
 )
 settings.register_profile(
     "thorough", max_examples=2_000, deadline=None, suppress_health_check=list(HealthCheck)
+)
+settings.register_profile(
+    "fuzz", max_examples=5_000, deadline=None, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "fast"))
 
