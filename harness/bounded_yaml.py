@@ -15,6 +15,7 @@ where there is a position, never a bare PyYAML or decoding exception.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -165,14 +166,12 @@ def _read_regular_file(path: Path, limits: YamlLimits) -> bytes:
     try:
         descriptor = os.open(path, flags)
     except OSError as error:
+        with contextlib.suppress(OSError):  # a socket cannot be opened: say what it is
+            _refuse_special(path, os.stat(path).st_mode)
         raise YamlInputError(path, f"cannot read it ({error.strerror or error})") from None
     try:
         info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise YamlInputError(
-                path,
-                f"not a regular file (a {_file_kind(info.st_mode)}); give the path of a YAML file",
-            )
+        _refuse_special(path, info.st_mode)
         if info.st_size > limits.max_bytes:
             raise _too_large(path, limits)
         with open(descriptor, "rb", closefd=False) as file:
@@ -196,6 +195,13 @@ def _too_large(path: Path, limits: YamlLimits) -> YamlLimitError:
         f"the file is larger than {_size(limits.max_bytes)}; set "
         f"{limits.variable('bytes')} to a larger number of bytes to read it",
     )
+
+
+def _refuse_special(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise YamlInputError(
+            path, f"not a regular file (a {_file_kind(mode)}); give the path of a YAML file"
+        )
 
 
 def _file_kind(mode: int) -> str:

@@ -5,6 +5,7 @@ each named with the environment variable that raises it."""
 from __future__ import annotations
 
 import os
+import socket
 import tracemalloc
 from pathlib import Path
 
@@ -142,6 +143,16 @@ def test_a_fifo_is_refused_at_once_given_or_found(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     assert refusal(fifo) == f"{fifo}: not a regular file (a FIFO); give the path of a YAML file"
     assert refusal(tmp_path).startswith(f"{fifo}: not a regular file (a FIFO)")
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix sockets are POSIX")
+def test_a_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        assert (
+            refusal(path) == f"{path}: not a regular file (a socket); give the path of a YAML file"
+        )
 
 
 def test_a_device_is_refused(tmp_path: Path) -> None:
