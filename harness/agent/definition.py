@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Final
 
-from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    NonNegativeInt,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from harness.llm.models import Reasoning
 from harness.protocol._base import WireModel
@@ -28,11 +37,12 @@ class AgentTool(WireModel):
     error: str | None = None
     requires_approval: bool = False
 
-    @model_validator(mode="after")
-    def _not_reserved(self) -> AgentTool:
-        if self.name == FINISH_TOOL:
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name == FINISH_TOOL:
             raise ValueError(f"{FINISH_TOOL} is the completion tool; no agent tool may use it")
-        return self
+        return name
 
 
 class Skill(WireModel):
@@ -66,7 +76,7 @@ class AgentDefinition(WireModel):
 
     name: str = "agent"
     system_prompt: str = "You are a helpful agent."
-    model: str = "gpt-4o-mini"
+    model: str = Field(default="gpt-4o-mini", min_length=1)
     tools: tuple[AgentTool, ...] = ()
     output_schema: dict[str, JsonValue] | None = None
     max_steps: PositiveInt = DEFAULT_MAX_STEPS
@@ -81,19 +91,38 @@ class AgentDefinition(WireModel):
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentDefinition:
-        names = [tool.name for tool in self.all_tools()]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
+        """Work calls offer every tool by name, so two with one name cannot both be called.
+
+        The error's `ctx` holds the refused name (`input`) and the `location` of the field that
+        gave it (the author's tool, never a built-in skill tool), so a caller can point at it.
+        """
+        first: dict[str, tuple[int | str, ...] | None] = {}
+        for location, tool in self._located_tools():
+            if tool.name not in first:
+                first[tool.name] = location
+                continue
+            clash = "is used twice" if location is not None else "is a built-in skill tool"
+            raise PydanticCustomError(
+                "tool_name_repeated",
+                "tool names must be unique; '{input}' {clash}",
+                {"input": tool.name, "clash": clash, "location": location or first[tool.name]},
+            )
         return self
 
     def all_tools(self) -> tuple[AgentTool, ...]:
         """Agent tools, skill tools and workspace tools, as work calls offer them."""
-        skill_tools: tuple[AgentTool, ...] = ()
+        return tuple(tool for _, tool in self._located_tools())
+
+    def _located_tools(self) -> Iterator[tuple[tuple[int | str, ...] | None, AgentTool]]:
+        """`all_tools()`, each with the location of its name in the definition (None for the
+        built-in skill tools)."""
+        for index, tool in enumerate(self.tools):
+            yield ("tools", index, "name"), tool
         if self.skills is not None and (self.skills.catalog or self.skills.preloaded):
-            skill_tools = SKILL_TOOLS
-        workspace_tools = self.workspace.tools if self.workspace is not None else ()
-        return (*self.tools, *skill_tools, *workspace_tools)
+            for tool in SKILL_TOOLS:
+                yield None, tool
+        for index, tool in enumerate(self.workspace.tools if self.workspace is not None else ()):
+            yield ("workspace", "tools", index, "name"), tool
 
 
 SKILL_TOOLS: Final = (

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
@@ -181,11 +182,17 @@ def remove_pointers(value: Any, pointers: Iterable[str]) -> Any:
     is proportional to the pointers' depth, not to the size of the body.
     """
     for pointer in pointers:
-        value = _without(value, _split_pointer(pointer))
+        value = _without(value, split_pointer(pointer))
     return value
 
 
-def _split_pointer(pointer: str) -> list[str]:
+def split_pointer(pointer: str) -> list[str]:
+    """The unescaped reference tokens of a volatile-field JSON pointer (RFC 6901).
+
+    Refuses, with `VolatileFieldError`, the empty pointer (it names the whole body), a pointer
+    not starting with `/`, and a `~` not followed by `0` or `1`. A `*` token matches every
+    member or item; a token selects an array item only when it is ASCII digits.
+    """
     if pointer == "":
         raise VolatileFieldError(
             "expected a JSON pointer such as '/metadata/user_id' but got '' (the whole body)"
@@ -194,7 +201,17 @@ def _split_pointer(pointer: str) -> list[str]:
         raise VolatileFieldError(
             f"expected a JSON pointer starting with '/' but got volatile={pointer!r}"
         )
+    if _BAD_ESCAPE.search(pointer):
+        raise VolatileFieldError(
+            "expected a JSON pointer whose '~' is written '~0' and '/' inside a name '~1' but "
+            f"got volatile={pointer!r}"
+        )
     return [part.replace("~1", "/").replace("~0", "~") for part in pointer[1:].split("/")]
+
+
+_BAD_ESCAPE: Final = re.compile(r"~(?![01])")
+_ARRAY_INDEX: Final = re.compile(r"[0-9]+")
+"""ASCII digits only: `str.isdigit` also accepts `²` and `٣`, which `int` then refuses or reads."""
 
 
 def _without(node: Any, parts: list[str]) -> Any:
@@ -213,7 +230,7 @@ def _without(node: Any, parts: list[str]) -> Any:
     if isinstance(node, list):
         if head == "*":
             indexes = range(len(node))
-        elif head.isdigit() and int(head) < len(node):
+        elif _ARRAY_INDEX.fullmatch(head) and int(head) < len(node):
             indexes = range(int(head), int(head) + 1)
         else:
             return node
@@ -238,4 +255,5 @@ __all__ = [
     "keyed_headers",
     "parse_json_body",
     "remove_pointers",
+    "split_pointer",
 ]

@@ -49,12 +49,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
 import httpx
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from vcr.persisters.filesystem import CassetteNotFoundError  # type: ignore[import-untyped]
 from vcr.request import Request as VcrRequest  # type: ignore[import-untyped]
 from vcr.util import read_body  # type: ignore[import-untyped]
 
+from harness import bounded_yaml
+from harness.bounded_yaml import MIB, YamlInputError, YamlLimitError, YamlLimits
 from harness.cassettes.cassette import (
     Cassette,
     CassetteDocument,
@@ -70,11 +71,6 @@ from harness.cassettes.record import Recorder
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import lock_for
 from harness.errors import CassetteError, CassetteFormatError
-
-try:
-    from yaml import CSafeLoader as _YamlLoader
-except ImportError:  # PyYAML built without libyaml
-    from yaml import SafeLoader as _YamlLoader  # type: ignore[assignment]
 
 MATCHER_NAME: Final = "request_hash"
 VCR_CASSETTE_SUFFIXES: Final = (".yaml", ".yml")
@@ -572,23 +568,26 @@ def _convert_vcr_file(path: Path, recorder: Recorder) -> list[Interaction]:
     return _build_interactions(path, recorder, pairs)
 
 
+VCR_YAML_LIMITS: Final = YamlLimits(
+    prefix="HARNESS_MAX_VCR_CASSETTE",
+    max_bytes=256 * MIB,
+    max_aliases=10_000,
+    max_nodes=10_000_000,
+    max_characters=512 * MIB,
+)
+"""How much YAML one vcrpy cassette may hold (vcrpy writes an alias for each repeated object);
+each limit has an environment variable (`HARNESS_MAX_VCR_CASSETTE_BYTES`, `_ALIASES`, ...)."""
+
+
 def _load_yaml(path: Path) -> object:
+    """The cassette's YAML, read within `VCR_YAML_LIMITS`; a refusal never quotes the text (the
+    offending line may hold a secret)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise CassetteFormatError(
-            f"{path}: not a vcrpy cassette: not UTF-8 text ({error.reason})"
-        ) from None
-    try:
-        return yaml.load(text, Loader=_YamlLoader)
-    except yaml.YAMLError as error:
-        # Only the problem and its position: the offending line may hold a secret.
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or type(error).__name__
-        raise CassetteFormatError(
-            f"{path}{where}: not a vcrpy cassette: invalid YAML ({problem})"
-        ) from None
+        return bounded_yaml.load(path, VCR_YAML_LIMITS.from_environment())
+    except YamlLimitError as error:
+        raise CassetteFormatError(str(error)) from None
+    except YamlInputError as error:
+        raise CassetteFormatError(f"{error.where}: not a vcrpy cassette: {error.problem}") from None
 
 
 def _validation_error(path: Path, error: ValidationError, prefix: str) -> CassetteFormatError:

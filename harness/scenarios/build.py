@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
+from pydantic_core import ErrorDetails
 
-from harness.agent.definition import AgentDefinition, AgentTool, Memory, Skill, Skills, Workspace
+from harness.agent.definition import AgentDefinition, AgentTool
 from harness.agent.loop import LlmCallConfig, LlmConfigOverride, OverrideContext
 from harness.agent.tools import ApprovalPolicy
 from harness.cassettes import CassetteTransport, RecordMode
@@ -17,18 +18,7 @@ from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, Reason
 from harness.llm.script import ScriptTransport
 from harness.modules.catalog import PolicyUnavailable, ToolCatalog
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
-from harness.scenarios.format import AgentSpec, Scenario, ToolPolicySpec, ToolSpec
-
-
-def tool(spec: ToolSpec) -> AgentTool:
-    return AgentTool(
-        name=spec.name,
-        description=spec.description,
-        parameters=spec.parameters,
-        result=spec.result,
-        error=spec.error,
-        requires_approval=spec.requires_approval,
-    )
+from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
 
 
 def reasoning(value: str | None) -> Reasoning | None:
@@ -40,34 +30,86 @@ def reasoning(value: str | None) -> Reasoning | None:
 
 
 def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
+    """The agent the scenario describes, validated as one document so that a refusal's location
+    names the part at fault (`tools.1.name`); `agent_refusals` turns it into the scenario's."""
     default_model = "gpt-4o-mini" if scenario.provider == "openai" else "claude-sonnet-4-5"
-    return AgentDefinition(
-        name=scenario.name,
-        system_prompt=spec.system_prompt,
-        model=scenario.model or default_model,
-        tools=tuple(tool(t) for t in spec.tools),
-        output_schema=spec.output_schema,
-        max_steps=spec.max_steps,
-        max_completion_retries=spec.max_completion_retries,
-        max_tokens=spec.max_tokens,
-        temperature=spec.temperature,
-        reasoning=reasoning(spec.reasoning),
-        stream=spec.stream,
-        skills=Skills(
-            catalog=tuple(
-                Skill(name=s.name, description=s.description) for s in spec.skills.catalog
-            ),
-            preloaded=tuple(Skill(name=s.name, body=s.body) for s in spec.skills.preloaded),
-        )
-        if spec.skills is not None
-        else None,
-        workspace=Workspace(
-            fragment=spec.workspace.fragment, tools=tuple(tool(t) for t in spec.workspace.tools)
-        )
-        if spec.workspace is not None
-        else None,
-        memory=Memory(memories=tuple(spec.memory.memories)) if spec.memory is not None else None,
+    skills = spec.skills
+    workspace = spec.workspace
+    return AgentDefinition.model_validate(
+        {
+            "name": scenario.name,
+            "system_prompt": spec.system_prompt,
+            "model": scenario.model or default_model,
+            "tools": [t.model_dump() for t in spec.tools],
+            "output_schema": spec.output_schema,
+            "max_steps": spec.max_steps,
+            "max_completion_retries": spec.max_completion_retries,
+            "max_tokens": spec.max_tokens,
+            "temperature": spec.temperature,
+            "reasoning": reasoning(spec.reasoning),
+            "stream": spec.stream,
+            "skills": None
+            if skills is None
+            else {
+                "catalog": [{"name": s.name, "description": s.description} for s in skills.catalog],
+                "preloaded": [{"name": s.name, "body": s.body} for s in skills.preloaded],
+            },
+            "workspace": None
+            if workspace is None
+            else {
+                "fragment": workspace.fragment,
+                "tools": [t.model_dump() for t in workspace.tools],
+            },
+            "memory": None if spec.memory is None else {"memories": spec.memory.memories},
+        }
     )
+
+
+def agent_refusals(scenario: Scenario, spec: AgentSpec) -> list[ErrorDetails]:
+    """What an agent run would refuse before its first call, located at scenario keys.
+
+    The run builds the definition, then the call config the forced phase's override produces;
+    both are built here with the same models, so a loader can refuse the scenario at
+    `agent.tools.1.name` instead of the run failing. Empty when the agent is buildable.
+    """
+    try:
+        agent = agent_definition(scenario, spec)
+    except ValidationError as error:
+        return [_definition_refusal(detail) for detail in error.errors()]
+    override = spec.llm_config_override
+    if override is None:
+        return []
+    base = {"model": agent.model, "max_tokens": agent.max_tokens, "temperature": agent.temperature}
+    try:
+        LlmCallConfig.model_validate(base | _changes(override))
+    except ValidationError as error:
+        return [
+            _located(detail, ("agent", "llm_config_override", *detail["loc"]))
+            for detail in error.errors()
+        ]
+    return []
+
+
+def _definition_refusal(detail: ErrorDetails) -> ErrorDetails:
+    # A check across fields reports the item it refuses in `ctx` (its own location is the
+    # whole model, and its input the whole definition, prompt included).
+    context = detail.get("ctx") or {}
+    location = tuple(context.get("location", detail["loc"]))
+    if location[:1] not in (("name",), ("model",)):  # the scenario's own `name` and `model`
+        location = ("agent", *location)
+    located = _located(detail, location)
+    located["input"] = context.get("input", detail["input"])
+    return located
+
+
+def _located(detail: ErrorDetails, location: tuple[int | str, ...]) -> ErrorDetails:
+    located = detail.copy()
+    located["loc"] = location
+    return located
+
+
+def _changes(override: ConfigOverrideSpec) -> dict[str, object]:
+    return {k: v for k, v in override.model_dump().items() if v is not None}
 
 
 def config_override(spec: AgentSpec) -> LlmConfigOverride | None:
@@ -75,7 +117,7 @@ def config_override(spec: AgentSpec) -> LlmConfigOverride | None:
     override = spec.llm_config_override
     if override is None:
         return None
-    changes = {k: v for k, v in override.model_dump().items() if v is not None}
+    changes = _changes(override)
 
     def callback(config: LlmCallConfig, context: OverrideContext) -> Mapping[str, object] | None:
         return changes if context.execution_phase == "forced_completion" else None

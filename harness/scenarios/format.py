@@ -8,10 +8,14 @@ before anything runs.
 
 from __future__ import annotations
 
+import re
 import uuid
-from typing import Any, Literal
+from collections import Counter
+from pathlib import PurePath
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,8 +26,10 @@ from pydantic import (
 )
 
 from harness.agent.output import output_validator
+from harness.cassettes.key import VolatileFieldError, split_pointer
 from harness.errors import IllegalArgumentException
 from harness.llm.script import ScriptedReply
+from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION
 from harness.workflow import Workflow
 
 RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
@@ -212,13 +218,39 @@ class DownstreamExpect(ScenarioModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
 
+def _a_column_name(name: str) -> str:
+    if not _COLUMN_NAME.fullmatch(name):
+        raise ValueError(
+            "expected a column name: a letter or '_', then up to 62 letters, digits or '_'"
+        )
+    if name.lower() in EXPECTED_COLUMNS:
+        raise ValueError(
+            f"{name!r} is a column the store already has; an extra column needs a new name"
+        )
+    return name
+
+
+_COLUMN_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+ColumnName = Annotated[str, AfterValidator(_a_column_name)]
+
+
 class StoreCheckSpec(ScenarioModel):
     """A store for `harness stores check`: created at `schema_version` as that release wrote it,
     with optional drift (`extra_columns`) added by hand."""
 
     store: Literal["sqlite"] = "sqlite"
-    schema_version: int = Field(default=3, ge=1)
-    extra_columns: list[str] = Field(default_factory=list)
+    schema_version: int = Field(default=LATEST_VERSION, ge=1, le=LATEST_VERSION)
+    extra_columns: list[ColumnName] = Field(default_factory=list)
+
+    @field_validator("extra_columns")
+    @classmethod
+    def _distinct(cls, names: list[str]) -> list[str]:
+        # SQL column names ignore case, so `Flag` and `flag` are the same column
+        counts = Counter(name.lower() for name in names)
+        repeated = sorted({name for name in names if counts[name.lower()] > 1})
+        if repeated:
+            raise ValueError(f"each extra column is added once; repeated: {', '.join(repeated)}")
+        return names
 
 
 class Expect(ScenarioModel):
@@ -288,6 +320,28 @@ _AGENT_ONLY = frozenset(
 )
 
 
+def _a_json_pointer(pointer: str) -> str:
+    try:
+        split_pointer(pointer)
+    except VolatileFieldError as error:
+        raise ValueError(str(error)) from None
+    return pointer
+
+
+def _a_cassette_path(path: str) -> str:
+    """Recording creates the file, so only its shape is checked here, not that it exists."""
+    if "\x00" in path or PurePath(path).suffix != ".json" or path.endswith(("/", "\\")):
+        raise ValueError(
+            "expected the path of a .json cassette file, relative to this scenario file "
+            "(such as cassettes/my-scenario.json) or absolute"
+        )
+    return path
+
+
+VolatilePointer = Annotated[str, AfterValidator(_a_json_pointer)]
+CassettePath = Annotated[str, AfterValidator(_a_cassette_path)]
+
+
 def _default_runtimes() -> list[RuntimeName]:
     return ["js"]
 
@@ -308,8 +362,12 @@ class Scenario(ScenarioModel):
     temporal: TemporalSpec | None = None
     provider: ProviderName = "openai"
     model: str | None = None
-    cassette: str | None = None
-    volatile: list[str] = Field(default_factory=list)
+    cassette: CassettePath | None = None
+    volatile: list[VolatilePointer] = Field(
+        default_factory=list,
+        description="JSON pointers (RFC 6901) of request body fields left out of the request "
+        "key; a * segment matches every item or member",
+    )
     script: list[ScriptedReply] | None = None
     agent: AgentSpec | None = None
     input: dict[str, JsonValue] | None = None

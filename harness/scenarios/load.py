@@ -6,16 +6,25 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
+from harness import bounded_yaml
 from harness.errors import HarnessError
+from harness.scenarios import build
 from harness.scenarios.format import Scenario
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SCENARIO_LIMITS: Final = bounded_yaml.YamlLimits(
+    prefix="HARNESS_MAX_SCENARIO", max_bytes=4 * bounded_yaml.MIB
+)
+"""How much YAML a scenario file may hold; each limit has an environment variable
+(`HARNESS_MAX_SCENARIO_BYTES`, `_ALIASES`, `_NODES`, `_CHARACTERS`, `_DEPTH`)."""
+MAX_PROBLEMS: Final = 20
+"""A file with thousands of invalid entries gets a readable message, not thousands of lines."""
 _ADAPTER: TypeAdapter[Scenario] = TypeAdapter(Scenario)
 
 
@@ -47,7 +56,10 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES)
+            # a folder named `x.yaml` is searched, not read; a FIFO or device is refused at load
+            found.extend(
+                p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES and not p.is_dir()
+            )
         elif path.exists():
             found.append(path)
         else:
@@ -61,28 +73,43 @@ def load_scenarios(paths: Sequence[Path]) -> list[LoadedScenario]:
 
 
 def load_file(path: Path) -> list[LoadedScenario]:
-    """Load one file holding one scenario or a list of them."""
-    text = _read(path)
+    """Load one file holding one scenario or a list of them.
+
+    Every problem is a `ScenarioFileError` starting `file:line:column:` where there is a
+    position: a file that is not a regular file or exceeds a `SCENARIO_LIMITS` limit, YAML that
+    does not parse, a scenario that does not validate, and an agent the run would refuse to build.
+    """
+    limits = SCENARIO_LIMITS.from_environment()
     try:
-        root = yaml.compose(text, Loader=_LOADER)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ScenarioFileError(f"{where}: invalid YAML: {error.problem}") from None
-    if root is None:
-        raise ScenarioFileError(f"{path}:1:1: the file is empty; expected a scenario or a list")
-    _refuse_repeated_keys(path, root)
-    data: Any = _LOADER("").construct_document(root)  # the same nodes, parsed once
+        root = bounded_yaml.compose(path, bounded_yaml.read_text(path, limits), limits)
+        if root is None:
+            raise ScenarioFileError(f"{path}:1:1: the file is empty; expected a scenario or a list")
+        _refuse_repeated_keys(path, root)
+        data: Any = bounded_yaml.construct(path, root)  # the same nodes, parsed once
+    except bounded_yaml.YamlInputError as error:
+        raise ScenarioFileError(str(error)) from None
     nodes = root.value if isinstance(root, yaml.SequenceNode) else [root]
     items = data if isinstance(data, list) else [data]
-    loaded: list[LoadedScenario] = []
-    for node, item in zip(nodes, items, strict=True):
-        try:
-            scenario = _ADAPTER.validate_python(item)
-        except ValidationError as error:
-            raise ScenarioFileError(_describe(path, node, error)) from None
-        loaded.append(LoadedScenario(scenario, path, node.start_mark.line + 1, _expect_lines(node)))
-    return loaded
+    return [
+        LoadedScenario(
+            _validated(path, node, item), path, node.start_mark.line + 1, _expect_lines(node)
+        )
+        for node, item in zip(nodes, items, strict=True)
+    ]
+
+
+def _validated(path: Path, node: yaml.Node, item: object) -> Scenario:
+    """The scenario in `item`, checked as the run will use it: its agent is built here, so a
+    definition the run would refuse fails now, at the key that causes it."""
+    try:
+        scenario = _ADAPTER.validate_python(item)
+    except ValidationError as error:
+        raise ScenarioFileError(_describe(path, node, error.errors())) from None
+    if scenario.kind == "agent" and scenario.agent is not None:
+        refusals = build.agent_refusals(scenario, scenario.agent)
+        if refusals:
+            raise ScenarioFileError(_describe(path, node, refusals))
+    return scenario
 
 
 def _refuse_repeated_keys(path: Path, root: yaml.Node) -> None:
@@ -112,24 +139,6 @@ def _refuse_repeated_keys(path: Path, root: yaml.Node) -> None:
             pending.extend(node.value)
 
 
-def _read(path: Path) -> str:
-    """The file's text; bytes that are not UTF-8 are a `ScenarioFileError` at their position."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ScenarioFileError(f"{path}: cannot read it ({error.strerror or error})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        before = data[: error.start]
-        line = before.count(b"\n") + 1
-        column = error.start - (before.rfind(b"\n") + 1) + 1
-        raise ScenarioFileError(
-            f"{path}:{line}:{column}: the file is not UTF-8 (byte 0x{data[error.start]:02x}); "
-            "save it as UTF-8"
-        ) from None
-
-
 def _expect_lines(node: yaml.Node) -> dict[str, int]:
     if not isinstance(node, yaml.MappingNode):
         return {}
@@ -139,12 +148,11 @@ def _expect_lines(node: yaml.Node) -> dict[str, int]:
     return {}
 
 
-def _describe(path: Path, node: yaml.Node, error: ValidationError) -> str:
+def _describe(path: Path, node: yaml.Node, errors: Sequence[ErrorDetails]) -> str:
+    """One located line per problem, the first `MAX_PROBLEMS` of them."""
     lines: list[str] = []
-    for detail in error.errors():
-        location = [part for part in detail["loc"] if not _is_union_tag(part)]
-        if location and not isinstance(location[-1], int) and "[" in str(location[-1]):
-            location = location[:-1]
+    for detail in errors[:MAX_PROBLEMS]:
+        location = _location(detail)
         target = _node_at(node, location, at_key=detail["type"] == "extra_forbidden")
         mark = target.start_mark
         key = ".".join(str(part) for part in location) or "(scenario)"
@@ -156,7 +164,23 @@ def _describe(path: Path, node: yaml.Node, error: ValidationError) -> str:
         found = detail.get("input")
         found_text = "" if detail["type"] in ("missing",) else f" (found {_short(found)})"
         lines.append(f"{path}:{mark.line + 1}:{mark.column + 1}: {key}: {message}{found_text}")
+    if len(errors) > MAX_PROBLEMS:
+        lines.append(f"{path}: and {len(errors) - MAX_PROBLEMS} more problem(s) like these")
     return "\n".join(lines)
+
+
+def _location(detail: ErrorDetails) -> list[int | str]:
+    """The keys an error is about, without the union members pydantic names along the way.
+
+    An unknown key is the user's own word (`A`, `a[b]`), never a union member, so it is kept.
+    """
+    if detail["type"] == "extra_forbidden":
+        *parents, unknown = detail["loc"]
+        return [part for part in parents if not _is_union_tag(part)] + [unknown]
+    location = [part for part in detail["loc"] if not _is_union_tag(part)]
+    if location and not isinstance(location[-1], int) and "[" in str(location[-1]):
+        location = location[:-1]
+    return location
 
 
 def _is_union_tag(part: int | str) -> bool:

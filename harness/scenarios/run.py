@@ -398,7 +398,9 @@ def _run_store_check(cell: Cell) -> list[Mismatch]:
         SQLiteStore(path, migrate_to=spec.schema_version).close()
         with sqlite3.connect(path) as connection:
             for column in spec.extra_columns:
-                connection.execute(f'ALTER TABLE {RUNS_TABLE} ADD COLUMN "{column}" TEXT')
+                # the loader admits only plain names; quoting anyway keeps any name a name
+                quoted = '"' + column.replace('"', '""') + '"'
+                connection.execute(f"ALTER TABLE {RUNS_TABLE} ADD COLUMN {quoted} TEXT")
         found = check_store(f"sqlite:///{path}")
     differences = [str(difference) for difference in found.differences]
     expect = cell.loaded.scenario.expect
