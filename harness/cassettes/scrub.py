@@ -1,47 +1,54 @@
-"""Scrubbing: secrets never reach a cassette file, a miss message or a report.
+"""Scrubbing: secrets never reach a cassette file, a miss message, a report or an error.
 
 Everything a recording writes goes through a `Scrubber` first (`Recorder`, so `CassetteTransport`
-and the vcrpy interop alike); a miss message, the vcrpy matcher's report and `redact` (reports)
-use the same rules. The placeholder is `PLACEHOLDER`, `[SCRUBBED]`. What is scrubbed:
+and the vcrpy interop alike); a miss message and the vcrpy matcher's report use the same
+scrubber, reports use `redact` / `redact_json`, and the LLM gateway `redact`s every error it
+raises. The placeholder is `PLACEHOLDER`, `[SCRUBBED]`. What is scrubbed:
 
 - Credential headers get the placeholder as their whole value: `CREDENTIAL_HEADERS`, and any
-  header whose name contains one of `CREDENTIAL_HEADER_WORDS` (`token`, `secret`, `key`, ...).
+  header whose name contains one of `CREDENTIAL_HEADER_WORDS` (`token`, `secret`, `key`,
+  `password`, `passwd`).
 - Credential query parameters and form fields (`application/x-www-form-urlencoded` bodies, and
   any text body that is all `name=value&...`) get the placeholder as their value: the names in
-  `CREDENTIAL_QUERY_PARAMETERS` and `CREDENTIAL_FORM_FIELDS` (`code`, OAuth authorization codes;
-  `client_secret`), and every name that says credential by the word rule below.
+  `CREDENTIAL_FORM_FIELDS` (`CREDENTIAL_QUERY_PARAMETERS`, plus `code`, OAuth authorization
+  codes, and `client_secret`), and every name that says credential by the word rule below.
 - JSON members whose name says credential get the placeholder, whatever the value's type
   (string, number, list, object; `true`, `false` and `null` carry nothing and are kept). The word
   rule: the name is split into words (snake_case, kebab-case, camelCase), and it says credential
-  when a word is one of `CREDENTIAL_WORDS` (`key`, `apikey`, `token`, `secret`, `password`,
-  `passwd`, `authorization`, `credential(s)`, ...) or ends with one (lowercase run-together
-  names: `apikey`, `accesstoken`, `clientsecret`). `tokens` is a count, not a credential, so
-  `max_tokens`, `input_tokens`, `cache_creation_input_tokens`, `budget_tokens` ... are kept; so is
-  the `token` of a log-probability entry (an object that also has a `logprob` member: it is model
-  output). Names directly inside a JSON Schema map (`SCHEMA_NAME_MAPS`: `properties`, `$defs`, ...
-  whose values are all schemas) are parameter names, not credentials: a tool with a `token`
-  parameter survives. Values below them are still scanned.
-- Secret shapes: any substring of any string (header values, query and form values, JSON
-  strings and member names at any depth, text bodies, binary bodies read byte for byte, every SSE
-  field) matching `SECRET_PATTERNS` (OpenAI and Anthropic keys, bearer tokens, AWS access keys)
-  or a user pattern.
-- Exact secret values (`Scrubber.secrets`): when recording, the values the request itself sent in
-  a credential position above (for `authorization` and `proxy-authorization` both `Bearer X` and
-  `X`; each cookie value), the value of every environment variable whose name ends in
-  `_API_KEY`, and `HARNESS_CASSETTE_KEY`. Every occurrence anywhere is replaced, also spelled
-  percent-encoded or JSON-escaped, and a number whose digits contain one. Values shorter than
-  `MIN_SECRET_LENGTH` (8) characters are not treated as secrets: a key like `x` would shred every
-  body.
-- SSE streams: every field of every event (`id`, `event`, `data`, `retry`, comments). A secret
-  split across events is caught as well: per response, the string values found at the same JSON
-  path in successive events' `data` (`choices[0].delta.content`, `delta.text`, ...) are joined in
-  order, and so is the raw `data` of the events whose data is not a JSON object or array; secret
-  shapes and exact values are searched in the joined text, and the characters they cover are
-  blanked in each piece: the piece where a secret starts gets the placeholder, later pieces lose
-  their share, so a client joining the replayed deltas never sees the secret.
+  when a word is, or ends with, one of `CREDENTIAL_WORDS` (`key(s)`, `apikey`, `token`,
+  `secret(s)`, `password(s)`, `passwd`, `authorization`, `credential(s)`; ending with one covers
+  lowercase run-together names: `apikey`, `accesstoken`, `clientsecret`). `tokens` is a count,
+  not a credential, so `max_tokens`, `input_tokens`, `cache_creation_input_tokens`,
+  `budget_tokens` ... are kept; so is the `token` of a log-probability entry (an object that
+  also has a `logprob` member: it is model output). Names directly inside a JSON Schema map
+  (`SCHEMA_NAME_MAPS`: `properties`, `$defs`, ... whose values are all schemas) are parameter
+  names, not credentials: a tool with a `token` parameter survives. Values below them are still
+  scanned.
+- Secret shapes: any substring of any string (header values, the URL path, query and form
+  values, JSON strings and member names at any depth, text bodies, binary bodies read byte for
+  byte, every SSE field) matching `SECRET_PATTERNS` (OpenAI and Anthropic keys, bearer tokens,
+  AWS access keys) or a user pattern.
+- Exact secret values (`Scrubber.secrets`), in all those places too: when recording (and when
+  explaining a miss), the values the request itself sent in a credential position above (for
+  `authorization` and `proxy-authorization` both `Bearer X` and `X`; each cookie value), the
+  value of every environment variable whose name ends in `_API_KEY`, and `HARNESS_CASSETTE_KEY`,
+  read at that moment. Their percent-encoded and JSON-escaped spellings are replaced too, and so
+  is a JSON number whose digits contain one. Values shorter than `MIN_SECRET_LENGTH` (8)
+  characters are not treated as secrets: a key like `x` would shred every body.
+- SSE streams: every field of every event (`id`, `event`, `data`, comments; a `retry` that
+  contains a secret is dropped). A secret split across events is caught as well: per response,
+  the string values found at the same JSON path in successive events' `data`
+  (`choices[0].delta.content`, `delta.text`, ...) are joined in order, and so is the raw `data`
+  of the events whose data is not a JSON object or array; secret shapes and exact values are
+  searched in the joined text, and the characters they cover are blanked in each piece: the
+  piece where a secret starts gets the placeholder, later pieces lose their share, so a client
+  joining the replayed deltas never sees the secret. Events something was scrubbed from have
+  their JSON `data` rewritten compactly; the others keep their bytes.
 
-Users add regular expressions and callables (`str -> str`, applied to every string) per cassette
-(`Scrubber.with_extras`). Recording pays for this; replay never does.
+JSON nested deeper than `MAX_JSON_DEPTH` (200) levels is refused with `JsonTooDeepError` rather
+than written unscrubbed. Users add regular expressions and callables (`str -> str`, applied to
+every string) per cassette (`Scrubber.with_extras`). Recording pays for all this (the exact
+values are one regular expression, compiled once per distinct set); replay never does.
 """
 
 from __future__ import annotations
@@ -230,11 +237,14 @@ class Scrubber:
         return self.with_secrets(sent | environment_secrets())
 
     @functools.cached_property
+    def _exact(self) -> re.Pattern[str] | None:
+        return _exact_pattern(self.secrets)
+
+    @functools.cached_property
     def _scanners(self) -> tuple[re.Pattern[str], ...]:
         """Exact values first (a known shape may cover only part of one), then shapes."""
-        exact = _exact_pattern(self.secrets)
         return (
-            *((exact,) if exact is not None else ()),
+            *((self._exact,) if self._exact is not None else ()),
             *SECRET_PATTERNS.values(),
             *self.patterns,
         )
@@ -314,8 +324,8 @@ class Scrubber:
                 else self._json(item, names_checked=not _is_schema_map(name, item))
                 for name, item in value.items()
             }
-        if self.secrets and (digits := _number_text(value)) is not None:
-            return value if self._scan(digits) == digits else PLACEHOLDER
+        if self._exact is not None and (digits := _number_text(value)) is not None:
+            return PLACEHOLDER if self._exact.search(digits) else value
         return value
 
     def events(self, events: Sequence[SseEvent]) -> list[SseEvent]:

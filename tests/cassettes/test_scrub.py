@@ -625,6 +625,14 @@ def test_every_sse_field_is_scrubbed() -> None:
     ]
 
 
+def test_a_retry_holding_a_secret_is_dropped() -> None:
+    scrubber = Scrubber().with_secrets(secrets_sent([], "", b'{"api_key": 123456789}'))
+    assert scrubber.events([SseEvent(retry=123456789, data="x")]) == [SseEvent(data="x")]
+    assert scrubber.events([SseEvent(retry=3000, data="x")]) == [SseEvent(retry=3000, data="x")]
+    huge = 10**5000  # more digits than Python prints: no key, kept as it is
+    assert scrubber.json({"n": huge, "token": huge}) == {"n": huge, "token": PLACEHOLDER}
+
+
 def test_a_secret_split_across_deltas_is_blanked_where_it_starts() -> None:
     text = "".join(
         sse_delta(part) for part in ["my key is sk-ab", "cdef0123456789abcdef0123", " ok", "!"]
