@@ -138,9 +138,9 @@ class LlmGateway:
         Raises `ToolChoiceUnsupported` before sending when the model cannot be forced to call
         the named tool, and `AgentDecisionCallException` (status and provider error type, never
         a credential nor the request body) for non-2xx answers, timeouts and transport failures.
-        A cassette miss propagates as it is. Every error's message has the API key this gateway
-        sends and the environment's `*_API_KEY` values removed (providers quote the key they
-        refused: "Incorrect API key provided: sk-...").
+        A cassette miss propagates as the same exception. Every error's message (and error type)
+        has the API key this gateway sends and the environment's `*_API_KEY` values removed
+        (providers quote the key they refused: "Incorrect API key provided: sk-...").
         """
         try:
             return self._complete(request)
