@@ -5,7 +5,7 @@ Runs only when a miss happens; replay never pays for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -62,15 +62,19 @@ def explain_miss(
     mode: str,
     recorded_for_key: int,
     scrubber: Scrubber = DEFAULT_SCRUBBER,
+    headers: Iterable[tuple[str, str]] = (),
 ) -> CassetteMiss:
     """Build the `CassetteMiss` for a request with no unplayed interaction.
 
-    The live request goes through `scrubber`, as a recording would, before it is printed or
-    compared: a miss message ends up in CI logs and JUnit files, so it never shows a credential,
-    and a credential that differs from the recorded placeholder is not reported as a difference.
+    The live request goes through `scrubber`, extended with the exact credential values the
+    request sent (its `headers`, query and body) and the environment's secrets, as a recording
+    would be, before it is printed or compared: a miss message ends up in CI logs and JUnit
+    files, so it never shows a credential, and a credential that differs from the recorded
+    placeholder is not reported as a difference.
     """
     parts = urlsplit(url)
-    path = parts.path or "/"
+    scrubber = scrubber.for_request(headers, parts.query, body)
+    path = scrubber.path(parts.path or "/")
     query = scrubber.query(parts.query)
     head = f"{method} {path}" + (f"?{query}" if query else "")
     if recorded_for_key:
@@ -127,7 +131,7 @@ def _view(query: str, body: bytes, scrubber: Scrubber) -> tuple[list[tuple[str, 
     if is_json:
         value = scrubber.json(value)
     else:
-        value = scrubber.text(body.decode("utf-8", "replace")) if body else None
+        value = scrubber.body_text(body.decode("utf-8", "replace")) if body else None
     return sorted(parse_qsl(scrubber.query(query), keep_blank_values=True)), value
 
 
@@ -137,7 +141,8 @@ def _request_diff(
     """Body differences rooted at `$`, then a query difference if any."""
     lines = list(structural_diff(recorded[1], requested[1]))
     if recorded[0] != requested[0]:
-        lines.append(f"query: {urlencode(recorded[0])!r} -> {urlencode(requested[0])!r}")
+        before, after = urlencode(recorded[0], safe="[]"), urlencode(requested[0], safe="[]")
+        lines.append(f"query: {before!r} -> {after!r}")
     return lines
 
 

@@ -47,7 +47,12 @@ DROPPED_REQUEST_HEADERS: Final = frozenset({"content-length", "host", "connectio
 
 @dataclass(frozen=True)
 class Recorder:
-    """Keys and scrubs requests and responses for writing."""
+    """Keys and scrubs requests and responses for writing.
+
+    Each interaction is scrubbed by `scrubber` extended with the exact credential values its
+    request sent and the environment's secrets, so a provider echoing the key (an error message,
+    a header, a streamed delta) does not write it either.
+    """
 
     scrubber: Scrubber = DEFAULT_SCRUBBER
     volatile: tuple[str, ...] = ()
@@ -64,26 +69,43 @@ class Recorder:
             provider=self.provider,
         )
 
+    def scrubber_for(self, request: httpx.Request) -> Scrubber:
+        """The scrubber for one interaction: `scrubber` plus the exact credential values this
+        request sent and the environment's secrets, read now (`Scrubber.for_request`)."""
+        return self.scrubber.for_request(
+            request.headers.multi_items(),
+            request.url.query.decode("ascii", "replace"),
+            request.content,
+            request.headers.get("content-type", ""),
+        )
+
     def record_request(self, request: httpx.Request) -> RecordedRequest:
         """The request as it will be written: scrubbed, body parsed when JSON."""
+        scrubber = self.scrubber_for(request)
         headers = [
             (name, value)
             for name, value in request.headers.multi_items()
             if name.lower() not in DROPPED_REQUEST_HEADERS
         ]
-        body_fields = _body_fields(request.content, request.headers.get("content-type", ""))
+        content_type = request.headers.get("content-type", "")
         return RecordedRequest(
             method=request.method,
-            path=request.url.path,
-            query=self.scrubber.query(request.url.query.decode("ascii", "replace")),
-            headers=self.scrubber.headers(headers),
-            **self._scrub_body(body_fields),
+            path=scrubber.path(request.url.path),
+            query=scrubber.query(request.url.query.decode("ascii", "replace")),
+            headers=scrubber.headers(headers),
+            **_scrub_body(scrubber, _body_fields(request.content, content_type), content_type),
         )
 
     def record_response(
-        self, status: int, headers: Iterable[tuple[str, str]], content: bytes
+        self,
+        request: httpx.Request,
+        status: int,
+        headers: Iterable[tuple[str, str]],
+        content: bytes,
     ) -> RecordedResponse:
-        """The response as it will be written: scrubbed, SSE split into events."""
+        """The response to `request` as it will be written: scrubbed of everything the request's
+        scrubber removes (the key it sent included), SSE split into events."""
+        scrubber = self.scrubber_for(request)
         kept = [
             (name, value)
             for name, value in headers
@@ -92,36 +114,27 @@ class Recorder:
         ]
         content_type = {n.lower(): v for n, v in kept}.get("content-type", "")
         if "text/event-stream" in content_type:
-            events = [
-                event.model_copy(
-                    update={
-                        "data": None if event.data is None else self.scrubber.text(event.data),
-                        "comments": tuple(self.scrubber.text(c) for c in event.comments),
-                    }
-                )
-                for event in parse_sse(content.decode("utf-8", "replace"))
-            ]
-            return RecordedResponse(
-                status=status, headers=self.scrubber.headers(kept), events=events
-            )
+            events = scrubber.events(parse_sse(content.decode("utf-8", "replace")))
+            return RecordedResponse(status=status, headers=scrubber.headers(kept), events=events)
         return RecordedResponse(
             status=status,
-            headers=self.scrubber.headers(kept),
-            **self._scrub_body(_body_fields(content, content_type)),
+            headers=scrubber.headers(kept),
+            **_scrub_body(scrubber, _body_fields(content, content_type), content_type),
         )
 
-    def _scrub_body(self, fields: dict[str, Any]) -> dict[str, Any]:
-        if "body" in fields:
-            return {"body": self.scrubber.json(fields["body"])}
-        if "body_text" in fields:
-            return {"body_text": self.scrubber.text(fields["body_text"])}
-        if "body_base64" in fields:
-            # Binary bodies can carry a key too (multipart uploads); latin-1 maps every byte to
-            # one character, so the secret patterns apply and the other bytes survive unchanged.
-            raw = base64.b64decode(fields["body_base64"]).decode("latin-1")
-            scrubbed = self.scrubber.text(raw).encode("latin-1", "replace")
-            return {"body_base64": base64.b64encode(scrubbed).decode("ascii")}
-        return fields
+
+def _scrub_body(scrubber: Scrubber, fields: dict[str, Any], content_type: str) -> dict[str, Any]:
+    if "body" in fields:
+        return {"body": scrubber.json(fields["body"])}
+    if "body_text" in fields:
+        return {"body_text": scrubber.body_text(fields["body_text"], content_type)}
+    if "body_base64" in fields:
+        # Binary bodies can carry a key too (multipart uploads); latin-1 maps every byte to
+        # one character, so the secret patterns apply and the other bytes survive unchanged.
+        raw = base64.b64decode(fields["body_base64"]).decode("latin-1")
+        scrubbed = scrubber.text(raw).encode("latin-1", "replace")
+        return {"body_base64": base64.b64encode(scrubbed).decode("ascii")}
+    return fields
 
 
 def _body_fields(content: bytes, content_type: str) -> dict[str, Any]:

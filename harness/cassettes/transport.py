@@ -160,6 +160,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             mode=self.mode.value,
             recorded_for_key=len(self.cassette.by_key.get(key, ())),
             scrubber=self.recorder.scrubber,
+            headers=request.headers.multi_items(),
         )
 
     def _answer(self, request: httpx.Request) -> tuple[httpx.Response | None, str]:
@@ -216,7 +217,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
         recorded_request = self.recorder.record_request(request)
         recorded_response = self.recorder.record_response(
-            response.status_code, response.headers.multi_items(), decoded.content
+            request, response.status_code, response.headers.multi_items(), decoded.content
         )
         with self._lock:
             count = len(self.cassette.by_key.get(key, ())) if self.mode is not RecordMode.ALL else 0

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
@@ -153,7 +154,9 @@ def request_hash(r1: Any, r2: Any) -> None:
 
 
 def _scrubbed_canonical_form(request: Any) -> Any:
-    return DEFAULT_SCRUBBER.json(json.loads(canonical_request_bytes(*_vcr_request_parts(request))))
+    method, uri, headers, body = _vcr_request_parts(request)
+    scrubber = DEFAULT_SCRUBBER.for_request(headers, urlsplit(uri).query, body)
+    return scrubber.json(json.loads(canonical_request_bytes(method, uri, headers, body)))
 
 
 def _vcr_request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes]:
@@ -631,7 +634,9 @@ def _build_interactions(
                 key,
                 counts[key],
                 recorder.record_request(request),
-                recorder.record_response(response.status.code, response.header_pairs(), content),
+                recorder.record_response(
+                    request, response.status.code, response.header_pairs(), content
+                ),
             )
         )
     return interactions

@@ -17,6 +17,7 @@ from typing import Final, Protocol
 import httpx
 from httpx_sse import EventSource
 
+from harness.cassettes.scrub import redact
 from harness.errors import AgentDecisionCallException, HarnessError
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import PROVIDERS, Provider, check_request
@@ -137,8 +138,26 @@ class LlmGateway:
         Raises `ToolChoiceUnsupported` before sending when the model cannot be forced to call
         the named tool, and `AgentDecisionCallException` (status and provider error type, never
         a credential nor the request body) for non-2xx answers, timeouts and transport failures.
-        A cassette miss propagates unchanged.
+        A cassette miss propagates as the same exception. Every error's message (and error type)
+        has the API key this gateway sends and the environment's `*_API_KEY` values removed
+        (providers quote the key they refused: "Incorrect API key provided: sk-...").
         """
+        try:
+            return self._complete(request)
+        except HarnessError as error:
+            self._redact(error)
+            raise
+
+    def _redact(self, error: HarnessError) -> None:
+        """Remove the key (and the environment's secrets) from `error`'s message in place."""
+        secrets = (self.config.api_key,) if self.config.api_key else ()
+        error.args = tuple(
+            redact(arg, secrets=secrets) if isinstance(arg, str) else arg for arg in error.args
+        )
+        if isinstance(error, AgentDecisionCallException) and error.error_type is not None:
+            error.error_type = redact(error.error_type, secrets=secrets)
+
+    def _complete(self, request: LlmRequest) -> LlmResponse:
         check_request(self.config.provider, request)
         body = json.dumps(
             self.adapter.render_request(request), ensure_ascii=False, separators=(",", ":")
