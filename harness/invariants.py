@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import jsonschema
 from pydantic import JsonValue
 
 from harness.agent.definition import FINISH_TOOL, AgentDefinition
 from harness.agent.loop import LLM_CALL_FAILED
+from harness.agent.output import output_validator
 from harness.agent.prompt import (
     COMPLETION_PREFIX,
     FORCED_METADATA_KEY,
@@ -151,7 +151,7 @@ def run_ends_validly(result: RunResult, *, extra_codes: Iterable[str] = ()) -> N
             )
         errors = sorted(
             "/" + "/".join(str(p) for p in error.absolute_path) + f": {error.validator}"
-            for error in jsonschema.Draft202012Validator(schema).iter_errors(state.output)
+            for error in output_validator(schema).iter_errors(state.output)
         )
         if errors:
             _fail(f"the run completed with output that fails the schema at {', '.join(errors)}")

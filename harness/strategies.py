@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
-import jsonschema
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
@@ -37,6 +36,7 @@ from harness.agent.definition import (
     Skills,
     Workspace,
 )
+from harness.agent.output import output_validator
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.models import Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
@@ -219,7 +219,7 @@ def invalid_outputs(
 
 
 def _checked(schema: dict[str, JsonValue], value: Any, *, valid: bool) -> Any:
-    is_valid = jsonschema.Draft202012Validator(schema).is_valid(value)
+    is_valid = output_validator(schema).is_valid(value)
     if is_valid != valid:  # pragma: no cover - a bug in this module, not in the code under test
         raise AssertionError(f"generated {value!r} is {'in' if valid else ''}valid for {schema}")
     return value

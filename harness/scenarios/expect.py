@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
+from harness.agent.output import output_validator
 from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
 from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled, ReasoningEffort
@@ -158,7 +157,7 @@ def _output_valid(result: RunResult) -> bool:
     schema = result.agent.output_schema
     if result.status != "completed" or schema is None or result.output is None:
         return False
-    return Draft202012Validator(schema).is_valid(result.output)
+    return output_validator(schema).is_valid(result.output)  # offline: no remote $ref
 
 
 def _subset(wanted: Any, actual: Any) -> bool:

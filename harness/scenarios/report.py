@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cassettes.cassette import write_atomically
+from harness.cassettes.scrub import redact
 from harness.errors import HarnessError
 from harness.scenarios.run import CellResult
 
@@ -56,7 +57,8 @@ def _check_writable(option: str, path: Path) -> None:
 
 
 def failure_lines(result: CellResult) -> list[str]:
-    """`file:line id: expect.key: expected X, got Y` for each mismatch (or the error)."""
+    """`file:line id: expect.key: expected X, got Y` for each mismatch (or the error), with
+    secrets redacted (`harness.cassettes.scrub.redact`), as everywhere a report is printed."""
     loaded = result.cell.loaded
     lines = [
         f"{loaded.path}:{loaded.line_of(m.key)} {result.cell.id}: expect.{m.key}: "
@@ -70,7 +72,7 @@ def failure_lines(result: CellResult) -> list[str]:
             f"{loaded.path}:{loaded.line} {result.cell.id}: its run is kept in the "
             f"{result.cell.store} store as run_id {result.run_id!r}"
         )
-    return lines
+    return [redact(line) for line in lines]
 
 
 def summary(results: Sequence[CellResult]) -> dict[str, int]:
@@ -116,8 +118,9 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
 
 
 def write_json(results: Sequence[CellResult], path: Path) -> None:
-    """Write the JSON report atomically: a reader sees the previous report or this one, whole."""
-    text = json.dumps(to_json(results), indent=2, ensure_ascii=False) + "\n"
+    """Write the JSON report atomically (a reader sees the previous report or this one, whole),
+    with secrets redacted."""
+    text = redact(json.dumps(to_json(results), indent=2, ensure_ascii=False)) + "\n"
     write_atomically(path, text.encode("utf-8"))
 
 
@@ -143,7 +146,7 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
         )
         if result.error is not None:
             first_line = (result.error.splitlines() or [""])[0]
-            error = ElementTree.SubElement(case, "error", message=_xml(first_line))
+            error = ElementTree.SubElement(case, "error", message=_xml(redact(first_line)))
             error.text = _xml("\n".join(failure_lines(result)))
         elif result.mismatches:
             failure = ElementTree.SubElement(

@@ -296,3 +296,26 @@ def test_junit_holds_only_characters_xml_allows(workdir: Path) -> None:
     (case,) = suite.iter("testcase")
     assert case.get("name") == "bell\ufffd-and-escape\ufffd[js-memory]"
     assert report["cells"][0]["scenario"] == "bell\a-and-escape\x1b"
+
+
+def test_reports_never_show_an_environment_key_or_a_key_shaped_value(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "gsk_" + "0f3a9c" * 7  # shaped like no known pattern: only its exact value gives it away
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    library = workdir / "library.yaml"
+    library.write_text(
+        "- name: leaky\n  stores: [memory]\n"
+        f"  script: [{{text: 'my keys are {key} and sk-proj-{'Ab1' * 8}'}}]\n"
+        "  agent: {}\n  expect: {outcome_record: {final_message: nothing}}\n",
+        encoding="utf-8",
+    )
+    result, report, suite = run_with_reports(library)
+    assert result.exit_code == 1
+    everything = result.output + json.dumps(report) + ElementTree.tostring(suite, "unicode")
+    assert (
+        "my keys are [SCRUBBED] and [SCRUBBED]"
+        in report["cells"][0]["mismatches"][0]["actual"]["final_message"]
+    )
+    assert key not in everything
+    assert "Ab1Ab1Ab1" not in everything
