@@ -479,3 +479,26 @@ def test_saving_into_an_invalid_cassette_names_it_and_writes_nothing(recorded: P
     with pytest.raises(CassetteFormatError, match=r"invalid interaction #0 at response\.status"):
         save_recording(path, [extra], replace=False, provider=None, run_id="r")
     assert path.read_bytes() == before
+
+
+def test_a_file_growing_while_it_is_read_is_still_bounded(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = recorded.stat().st_size
+    real_fstat = os.fstat
+
+    def stale_fstat(descriptor: int) -> os.stat_result:
+        # What fstat said before a writer appended: everything but the last 100 bytes.
+        info = real_fstat(descriptor)
+        return os.stat_result((info.st_mode, *info[1:6], info.st_size - 100, *info[7:]))
+
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    assert len(Cassette.load(recorded).interactions) == 5, "the whole file is read"
+    monkeypatch.setenv(MAX_BYTES_VARIABLE, str(size - 50))
+    with pytest.raises(CassetteFormatError, match=f"over the {size - 50:,}-byte limit"):
+        Cassette.load(recorded)
+
+
+def test_verify_of_a_missing_path_names_it(tmp_path: Path) -> None:
+    with pytest.raises(CassetteFormatError, match=f"cassette {tmp_path / 'absent.json'} does not"):
+        verify([tmp_path / "absent.json"])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.cassettes import Cassette, CassetteTransport
+from harness.cassettes import Cassette, CassetteFormatError, CassetteTransport
 from harness.cassettes.cassette import CassetteWriteError, write_atomically
 from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
 
@@ -185,3 +187,58 @@ def test_a_new_cassette_gets_the_mode_the_umask_gives(cassette_path: Path) -> No
         client.post(CHAT, json=chat("a"))
     assert stat.S_IMODE(cassette_path.stat().st_mode) == 0o644
     assert json.loads(cassette_path.read_text())["interactions"]
+
+
+def test_a_body_json_cannot_spell_is_refused_before_anything_is_written(
+    cassette_path: Path,
+) -> None:
+    from harness.cassettes.cassette import Interaction, RecordedRequest, RecordedResponse
+    from harness.cassettes.store import save_recording
+
+    not_a_number = Interaction.build(
+        "sha256:" + "0" * 64,
+        1,
+        RecordedRequest(method="POST", path="/v1/x"),
+        RecordedResponse(status=200, body={"score": float("nan")}),
+    )
+    with pytest.raises(CassetteFormatError, match="a number JSON cannot represent"):
+        save_recording(cassette_path, [not_a_number], replace=True, provider=None, run_id="r")
+    assert not cassette_path.exists()
+
+
+def test_a_lock_held_too_long_is_a_write_error(
+    cassette_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.cassettes import store
+
+    monkeypatch.setattr(store, "LOCK_TIMEOUT_SECONDS", 0.05)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.lock_for(cassette_path):
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        with pytest.raises(CassetteWriteError, match="another process has held its lock"):
+            with store.lock_for(cassette_path):
+                pass
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_lock_folder_that_cannot_be_created_is_a_write_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.cassettes import store
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(blocked))
+    with pytest.raises(CassetteWriteError, match="its lock cannot be created"):
+        with store.lock_for(tmp_path / "c.json"):
+            pass
