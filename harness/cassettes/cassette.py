@@ -41,7 +41,7 @@ import secrets
 import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
@@ -381,10 +381,11 @@ class Cassette:
         does not match, unless `allow_tampered` is set. The signature is checked when a signing
         key is given or `HARNESS_CASSETTE_KEY` is set.
         """
+        key = signing_key or signing_key_from_environment()
         cassette = parse_cassette(path, raw)
         if allow_tampered:
             return cassette
-        problems = list(find_tampering(cassette, signing_key or signing_key_from_environment()))
+        problems = list(find_tampering(cassette, key))
         if problems:
             raise CassetteTamperedError(
                 f"cassette {path} failed verification: {problems[0]}"
@@ -543,28 +544,26 @@ def parse_cassette(path: Path, raw: bytes) -> Cassette:
     decides. The garbage collector is paused meanwhile: a cassette is many small containers,
     none of them cyclic, and collecting during the build costs more than the parse.
     """
-    with _collector_paused():
-        try:
-            fast: Cassette | None = _checked(path, orjson.loads(raw))
-        except (orjson.JSONDecodeError, CassetteFormatError):
-            fast = None
-        if fast is not None and all(
-            _same(stored.digest, computed)
-            for stored, computed in zip(fast.interactions, fast.computed_digests, strict=True)
-        ):
-            return fast
-        return _checked(path, _exact_loads(path, raw))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        yield
+        return _parse(path, raw)
     finally:
         if collecting:
             gc.enable()
+
+
+def _parse(path: Path, raw: bytes) -> Cassette:
+    try:
+        fast: Cassette | None = _checked(path, orjson.loads(raw))
+    except (orjson.JSONDecodeError, CassetteFormatError):
+        fast = None
+    if fast is not None and all(
+        _same(stored.digest, computed)
+        for stored, computed in zip(fast.interactions, fast.computed_digests, strict=True)
+    ):
+        return fast
+    return _checked(path, _exact_loads(path, raw))
 
 
 def _exact_loads(path: Path, raw: bytes) -> Any:
@@ -720,10 +719,11 @@ def find_tampering(cassette: Cassette, signing_key: str | None) -> Iterator[str]
 
 
 def _same(stored: str, expected: str) -> bool:
-    """Constant-time equality that also takes a stored value with non-ASCII text."""
-    return hmac.compare_digest(
-        stored.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
-    )
+    """Constant-time equality of a stored digest or signature with the ASCII one expected."""
+    try:
+        return hmac.compare_digest(stored, expected)
+    except TypeError:  # non-ASCII text, which no digest or signature is
+        return False
 
 
 def renumber(interactions: Iterable[Interaction]) -> list[Interaction]:

@@ -502,3 +502,16 @@ def test_a_file_growing_while_it_is_read_is_still_bounded(
 def test_verify_of_a_missing_path_names_it(tmp_path: Path) -> None:
     with pytest.raises(CassetteFormatError, match=f"cassette {tmp_path / 'absent.json'} does not"):
         verify([tmp_path / "absent.json"])
+
+
+def test_a_non_ascii_digest_or_signature_is_a_mismatch(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = edit_cassette(recorded, at(0, "digest", value="sha256:é"))
+    assert [p.problem.split(": ")[-1] for p in verify([path])] == ["digest mismatch"]
+    monkeypatch.setenv("HARNESS_CASSETTE_KEY", "team-secret")
+    path = edit_cassette(recorded, lambda d: d.update(signature="hmac-sha256:é"))
+    assert [p.problem.split(":")[0] for p in verify([path])] == [
+        "interaction #0 (POST /v1/chat/completions, key sha256",
+        "signature mismatch",
+    ]
