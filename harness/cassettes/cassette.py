@@ -45,7 +45,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import orjson
 from pydantic import (
@@ -63,7 +63,7 @@ from pydantic import (
 
 from harness.cassettes.key import canonical_request_key
 from harness.cassettes.sse import SseEvent, render_sse
-from harness.errors import CassetteError, CassetteFormatError, CassetteTamperedError
+from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
 from harness.protocol.canonical import canonical_json
 
 FORMAT: Final = "harness-cassette/1"
@@ -81,13 +81,6 @@ MAX_BODY_DEPTH: Final = MAX_NESTING_DEPTH - 4
 MAX_BYTES_VARIABLE: Final = "HARNESS_MAX_CASSETTE_BYTES"
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """The largest cassette file read, unless `HARNESS_MAX_CASSETTE_BYTES` says otherwise."""
-
-
-class CassetteWriteError(CassetteError, OSError):
-    """A cassette (or its lock) cannot be written: the folder is not writable, is not a folder,
-    the disk is full, or another process held the cassette's lock too long."""
-
-    code: ClassVar[str] = "cassette_write_failed"
 
 
 class _CassetteModel(BaseModel):

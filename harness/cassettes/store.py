@@ -26,14 +26,13 @@ from filelock import FileLock, Timeout
 from harness.cassettes.cassette import (
     Cassette,
     CassetteDocument,
-    CassetteWriteError,
     Interaction,
     cassette_exists,
     new_metadata,
     renumber,
     write_atomically,
 )
-from harness.errors import CassetteError
+from harness.errors import CassetteError, CassetteWriteError
 
 RUN_ID_VARIABLES: Final = ("HARNESS_RECORD_RUN_ID", "PYTEST_XDIST_TESTRUNUID")
 LOCK_TIMEOUT_SECONDS: Final = 120.0
@@ -114,10 +113,12 @@ def save_recording(
 
     `recorded` is everything one recorder recorded, of which an earlier save wrote the first
     `saved`: a merge appends only the rest, so saving twice never writes an interaction twice,
-    and a replace writes them all. Unchanged content is not rewritten, so re-recording identical traffic leaves the file
-    byte-identical, `recorded_at` included. Raises `CassetteFormatError` when the path is not a
-    regular file or (merging) the file on disk is invalid, `CassetteTamperedError` when it does
-    not verify, and `CassetteWriteError` when it cannot be written.
+    and a replace writes them all. Unchanged content is not rewritten, so re-recording
+    identical traffic leaves the file byte-identical, `recorded_at` included.
+
+    Raises `CassetteFormatError` when the path is not a regular file or (merging) the file on
+    disk is invalid, `CassetteTamperedError` when it does not verify, and `CassetteWriteError`
+    when it cannot be written.
     """
     with lock_for(path):
         marker = Path(str(_lock_base(path)) + ".run")

@@ -15,8 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.cassettes import Cassette, CassetteFormatError, CassetteTransport
-from harness.cassettes.cassette import CassetteWriteError, write_atomically
+from harness.cassettes import (
+    Cassette,
+    CassetteFormatError,
+    CassetteTransport,
+    CassetteWriteError,
+)
+from harness.cassettes.cassette import write_atomically
 from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
 
 
