@@ -221,14 +221,19 @@ def schema(context: click.Context) -> None:
 )
 def schema_records(out_dir: Path) -> None:
     """Write the JSON Schema (draft 2020-12) of every public wire record, one file per record."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name in RECORD_SCHEMAS:
-        path = out_dir / f"{name}.schema.json"
-        text = record_schema_text(name)
-        unchanged = path.is_file() and path.read_text(encoding="utf-8") == text
-        if not unchanged:
-            path.write_text(text, encoding="utf-8")
-        click.echo(f"{path}: {'unchanged' if unchanged else 'written'}")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in RECORD_SCHEMAS:
+            path = out_dir / f"{name}.schema.json"
+            text = record_schema_text(name)
+            unchanged = path.is_file() and path.read_text(encoding="utf-8") == text
+            if not unchanged:
+                path.write_text(text, encoding="utf-8")
+            click.echo(f"{path}: {'unchanged' if unchanged else 'written'}")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        click.echo(f"error: cannot write the schemas into {out_dir}: {reason}", err=True)
+        sys.exit(EXIT_INVALID)
 
 
 JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -315,10 +320,11 @@ def cassettes() -> None:
 @cassettes.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 def cassettes_verify(paths: tuple[Path, ...]) -> None:
-    """List every interaction whose digest or signature does not match; exit 1 if any."""
+    """List every problem: content that is not a cassette, each digest or signature that does not
+    match; exit 1 if any, 2 if a path cannot be read."""
     from harness.cassettes.review import cassette_files, verify
 
-    problems = verify(list(paths))
+    problems = _or_invalid(lambda: verify(list(paths)))
     for problem in problems:
         click.echo(f"{problem.path}: {problem.problem}")
     checked = len(cassette_files(paths))
@@ -358,7 +364,7 @@ def cassettes_stats(paths: tuple[Path, ...]) -> None:
     table = Table(title="cassette stats")
     for column in ("cassette", "provider", "interactions", "keys", "repeated", "sse", "bytes"):
         table.add_column(column)
-    for path in cassette_files(paths):
+    for path in _or_invalid(lambda: cassette_files(paths)):
         result = _or_invalid(partial(stats, path))
         table.add_row(
             str(path),

@@ -129,6 +129,13 @@ class CassetteFormatError(CassetteError, ValueError):
     code: ClassVar[str] = "cassette_format_invalid"
 
 
+class CassetteWriteError(CassetteError, OSError):
+    """A cassette (or its lock) cannot be written: the folder is not writable or not a folder,
+    the disk is full, or another process held the cassette's lock too long."""
+
+    code: ClassVar[str] = "cassette_write_failed"
+
+
 class CassetteTamperedError(CassetteError):
     """An interaction's digest or the cassette's signature does not match its content."""
 

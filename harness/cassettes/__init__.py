@@ -20,6 +20,7 @@ from harness.errors import (
     CassetteMiss,
     CassetteTamperedError,
     CassetteUnplayedError,
+    CassetteWriteError,
     RecordModeError,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "CassetteTamperedError",
     "CassetteTransport",
     "CassetteUnplayedError",
+    "CassetteWriteError",
     "Interaction",
     "RecordMode",
     "RecordModeError",

@@ -19,30 +19,51 @@ A body is stored as `body` (a JSON value), `body_text` or `body_base64`; a `text
 response as `events`, the list of its SSE events. Keys and headers are in a stable order and the
 file is indented, so re-recording unchanged traffic writes the same bytes and a git diff shows
 only what changed.
+
+Every reader (`Cassette.load`, `harness cassettes verify|show|stats|diff`, a save that merges, the
+vcrpy persister) goes through one path, `read_cassette` then `parse_cassette`, which refuses with a
+`CassetteFormatError` naming the file (and interaction and field): anything but a regular file
+(read without blocking, so a FIFO never hangs), a file over `HARNESS_MAX_CASSETTE_BYTES`
+(default 256 MiB), JSON nested deeper than `MAX_NESTING_DEPTH` levels, and any interaction whose
+shape a replay could not serve.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import gc
 import hashlib
 import hmac
 import json
 import os
-import tempfile
+import re
+import secrets
+import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import suppress
 from datetime import UTC, datetime
+from itertools import accumulate
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from harness.cassettes.key import canonical_request_key
 from harness.cassettes.sse import SseEvent, render_sse
-from harness.errors import CassetteFormatError, CassetteTamperedError
+from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
 from harness.protocol.canonical import canonical_json
 
 FORMAT: Final = "harness-cassette/1"
@@ -50,9 +71,58 @@ SUPPORTED_FORMATS: Final = (FORMAT,)
 SIGNING_KEY_VARIABLE: Final = "HARNESS_CASSETTE_KEY"
 SIGNATURE_PREFIX: Final = "hmac-sha256:"
 
+MAX_NESTING_DEPTH: Final = 256
+"""The deepest JSON nesting a cassette file may have; the top-level object is level 1, so a body
+may nest 252 levels. Real LLM traffic nests a few dozen; the limit keeps every reader (and the
+recursive JSON libraries behind it) far from Python's recursion limit."""
+MAX_BODY_DEPTH: Final = MAX_NESTING_DEPTH - 4
+"""The deepest a JSON body may nest: it sits in a request or response, in an interaction, in the
+`interactions` list, in the top-level object."""
+MAX_BYTES_VARIABLE: Final = "HARNESS_MAX_CASSETTE_BYTES"
+DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
+"""The largest cassette file read, unless `HARNESS_MAX_CASSETTE_BYTES` says otherwise."""
+
 
 class _CassetteModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Strict: a stored value is used as stored (replay reads it, digests hash it), so "200" is
+    # not a status and 1.0 is not an occurrence.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+_FROM_FILE: Final = object()
+"""Validation context for values parsed from a cassette file."""
+
+
+def _json_from_file(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    # A body parsed from a cassette file is JSON by construction; walking it again would cost
+    # more than the parse. Bodies built in code are checked.
+    return value if info.context is _FROM_FILE else handler(value)
+
+
+JsonBody = Annotated[JsonValue, WrapValidator(_json_from_file)]
+
+
+def _base64_text(value: str) -> str:
+    try:
+        base64.b64decode(value, validate=True)
+    except ValueError:
+        raise ValueError(
+            "expected standard base64 text (A-Z, a-z, 0-9, +, / and = padding)"
+        ) from None
+    return value
+
+
+Base64Text = Annotated[str, AfterValidator(_base64_text)]
+
+
+def _decoded_body_headers(headers: dict[str, str]) -> dict[str, str]:
+    for name, value in headers.items():
+        if name.lower() == "content-encoding" and value.strip().lower() not in ("", "identity"):
+            raise ValueError(
+                "a content-encoding header cannot be stored: bodies are stored decoded, so a "
+                "client would decode them again; remove the header"
+            )
+    return headers
 
 
 class RecordedRequest(_CassetteModel):
@@ -62,9 +132,9 @@ class RecordedRequest(_CassetteModel):
     path: str
     query: str = ""
     headers: dict[str, str] = Field(default_factory=dict)
-    body: JsonValue = None
+    body: JsonBody = None
     body_text: str | None = None
-    body_base64: str | None = None
+    body_base64: Base64Text | None = None
 
     @property
     def url(self) -> str:
@@ -78,11 +148,13 @@ class RecordedRequest(_CassetteModel):
 class RecordedResponse(_CassetteModel):
     """A response as written: status, scrubbed headers, and the body or the SSE events."""
 
-    status: int
-    headers: dict[str, str] = Field(default_factory=dict)
-    body: JsonValue = None
+    status: int = Field(ge=100, le=599)
+    headers: Annotated[dict[str, str], AfterValidator(_decoded_body_headers)] = Field(
+        default_factory=dict
+    )
+    body: JsonBody = None
     body_text: str | None = None
-    body_base64: str | None = None
+    body_base64: Base64Text | None = None
     events: list[SseEvent] | None = None
 
     def chunks(self) -> list[bytes]:
@@ -124,6 +196,9 @@ class Interaction(_CassetteModel):
         return Interaction.build(self.key, occurrence, self.request, self.response)
 
 
+_INTERACTIONS: Final = TypeAdapter(list[Interaction])
+
+
 class CassetteMetadata(_CassetteModel):
     harness_version: str
     provider: str | None = None
@@ -157,17 +232,42 @@ def raw_interaction_digest(interaction: Mapping[str, Any]) -> str:
     """The digest of an interaction as stored (its `digest` member, if any, is left out).
 
     The canonical bytes are compact JSON with every object's keys sorted, as orjson writes them
-    with `OPT_SORT_KEYS` (stdlib `json` with sorted keys for integers beyond 64 bits).
+    with `OPT_SORT_KEYS` (stdlib `json` with sorted keys for what orjson refuses: integers beyond
+    64 bits, lone surrogates). Raises `CassetteFormatError` when the interaction nests deeper
+    than a cassette may (`MAX_NESTING_DEPTH`), so nothing is recorded that could not be read.
     """
     content = {name: interaction[name] for name in _DIGESTED if name in interaction}
     try:
         data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # orjson.JSONEncodeError: integers beyond 64 bits
+    except TypeError:  # orjson.JSONEncodeError; also raised past orjson's own depth limit
+        if _nesting_depth(content) > _MAX_INTERACTION_DEPTH:
+            raise CassetteFormatError(_too_deep("the interaction")) from None
         data = canonical_json(content)
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 _DIGESTED: Final = ("key", "occurrence", "request", "response")
+_MAX_INTERACTION_DEPTH: Final = MAX_NESTING_DEPTH - 2
+"""An interaction sits inside the top-level object and the `interactions` list."""
+
+
+def _too_deep(what: str) -> str:
+    return (
+        f"{what} is nested deeper than {MAX_NESTING_DEPTH} levels, the most a cassette file may "
+        "hold (counting the top-level object)"
+    )
+
+
+def _nesting_depth(value: Any) -> int:
+    """How many containers deep `value` nests, counted without recursion; stops past the limit."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack and deepest <= MAX_NESTING_DEPTH:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def signature_for(cassette: Cassette, signing_key: str) -> str:
@@ -188,62 +288,49 @@ def signing_key_from_environment() -> str | None:
 
 
 class Cassette:
-    """A loaded cassette: interactions as stored, indexed by key, validated on first use.
+    """A cassette in memory: typed interactions, the stored form they were read from, an index.
 
-    Loading parses the JSON, checks the format, every digest and the signature, and indexes
-    interactions by key; typed `Interaction` models are built only when something reads them
-    (a miss diagnosis, a review, a merge). Replay reads the stored form directly, so lookup cost
-    is one dictionary access and load cost stays close to the JSON parse itself.
+    `raw` is each interaction exactly as stored (what digests hash and `dumps` writes back);
+    `interactions` are the same interactions as typed models, checked when the cassette was read;
+    `by_key` lists the indexes of each key's interactions in file order.
     """
 
     def __init__(
         self,
         path: Path,
         metadata: CassetteMetadata,
-        raw: list[dict[str, Any]],
+        interactions: list[Interaction],
         *,
+        raw: list[dict[str, Any]] | None = None,
         signature: str | None = None,
-        validated: list[Interaction] | None = None,
+        digests: list[str] | None = None,
     ) -> None:
         self.path = path
         self.metadata = metadata
         self.signature = signature
-        self.raw = raw
-        self._validated = validated
+        self.interactions = interactions
+        self.raw = (
+            raw
+            if raw is not None
+            else [i.model_dump(mode="json", exclude_none=True) for i in interactions]
+        )
+        self._digests = digests
         self.by_key: dict[str, list[int]] = defaultdict(list)
-        for index, interaction in enumerate(raw):
-            self.by_key[interaction["key"]].append(index)
+        for index, interaction in enumerate(interactions):
+            self.by_key[interaction.key].append(index)
 
     @classmethod
     def from_document(cls, path: Path, document: CassetteDocument) -> Cassette:
-        raw = [i.model_dump(mode="json", exclude_none=True) for i in document.interactions]
         return cls(
-            path,
-            document.metadata,
-            raw,
-            signature=document.signature,
-            validated=list(document.interactions),
+            path, document.metadata, list(document.interactions), signature=document.signature
         )
 
     @property
-    def interactions(self) -> list[Interaction]:
-        """Every interaction as a typed model (validated once, on first access)."""
-        if self._validated is None:
-            self._validated = [self.interaction(index) for index in range(len(self.raw))]
-        return self._validated
-
-    def interaction(self, index: int) -> Interaction:
-        """Interaction `index` as a typed model; `CassetteFormatError` names it when invalid."""
-        if self._validated is not None:
-            return self._validated[index]
-        try:
-            return Interaction.model_validate(self.raw[index])
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise CassetteFormatError(
-                f"{self.path}: invalid interaction #{index} at {where}: {first['msg']}"
-            ) from None
+    def computed_digests(self) -> list[str]:
+        """The digest of each stored interaction, as its content says it should be."""
+        if self._digests is None:
+            self._digests = [raw_interaction_digest(interaction) for interaction in self.raw]
+        return self._digests
 
     @property
     def document(self) -> CassetteDocument:
@@ -254,7 +341,7 @@ class Cassette:
     @classmethod
     def new(cls, path: str | os.PathLike[str], provider: str | None = None) -> Cassette:
         """An empty cassette for `path` (nothing is written until `save`)."""
-        return cls(Path(path), new_metadata(provider), [], validated=[])
+        return cls(Path(path), new_metadata(provider), [])
 
     @classmethod
     def load(
@@ -264,53 +351,54 @@ class Cassette:
         allow_tampered: bool = False,
         signing_key: str | None = None,
     ) -> Cassette:
-        """Load and verify a cassette file.
-
-        Raises `CassetteFormatError` naming the file (and line) when it does not parse or names
-        an unknown format version, and `CassetteTamperedError` naming the file and interaction
-        when a digest or the signature does not match, unless `allow_tampered` is set. The
-        signature is checked when a signing key is given or `HARNESS_CASSETTE_KEY` is set.
-        """
+        """Read, check and verify the cassette file at `path` (see `from_bytes`)."""
         path = Path(path)
-        raw = path.read_bytes()
-        if allow_tampered:
-            return parse_cassette(path, raw, exact=True)
+        return cls.from_bytes(
+            path, read_cassette(path), allow_tampered=allow_tampered, signing_key=signing_key
+        )
+
+    @classmethod
+    def from_bytes(
+        cls,
+        path: Path,
+        raw: bytes,
+        *,
+        allow_tampered: bool = False,
+        signing_key: str | None = None,
+    ) -> Cassette:
+        """Check and verify the bytes of the cassette file at `path`.
+
+        Raises `CassetteFormatError` naming the file (and line, or interaction and field) when
+        the bytes are not a cassette a replay can serve (see `parse_cassette`), and
+        `CassetteTamperedError` naming the file and interaction when a digest or the signature
+        does not match, unless `allow_tampered` is set. The signature is checked when a signing
+        key is given or `HARNESS_CASSETTE_KEY` is set.
+        """
         key = signing_key or signing_key_from_environment()
         cassette = parse_cassette(path, raw)
+        if allow_tampered:
+            return cassette
         problems = list(find_tampering(cassette, key))
         if problems:
-            # orjson reads integers beyond 64 bits as floats, which no digest matches: parse
-            # such a file exactly before calling it tampered.
-            cassette = parse_cassette(path, raw, exact=True)
-            problems = list(find_tampering(cassette, key))
-            if problems:
-                raise CassetteTamperedError(
-                    f"cassette {path} failed verification: {problems[0]}"
-                    + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
-                    + "; re-record it, or load it with allow_tampered=True to inspect it"
-                )
+            raise CassetteTamperedError(
+                f"cassette {path} failed verification: {problems[0]}"
+                + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+                + "; re-record it, or load it with allow_tampered=True to inspect it"
+            )
         return cassette
 
-    def replay_parts(self, index: int) -> tuple[int, dict[str, str], list[bytes]]:
-        """Status, headers and body chunks of interaction `index`, read from the stored form."""
-        response = self.raw[index]["response"]
-        try:
-            status = response["status"]
-            headers = response.get("headers", {})
-            if not isinstance(status, int) or not isinstance(headers, dict):
-                raise TypeError
-            events = response.get("events")
-            if events is not None:
-                return status, headers, [SseEvent.model_validate(e).render() for e in events]
-            body = body_bytes(
-                response.get("body"), response.get("body_text"), response.get("body_base64")
-            )
-        except (KeyError, TypeError, ValueError, ValidationError):
-            self.interaction(index)  # names the invalid field
-            raise CassetteFormatError(
-                f"{self.path}: interaction #{index} has an invalid response"
-            ) from None
-        return status, headers, [body] if body else []
+    def replay_parts(self, index: int) -> tuple[int, list[tuple[bytes, bytes]], list[bytes]]:
+        """Status, header pairs and body chunks of interaction `index`, as a replay sends them.
+
+        Headers go out as UTF-8 bytes: httpx refuses non-ASCII text in a header, and a recorded
+        value httpx decoded from the wire may hold some.
+        """
+        response = self.interactions[index].response
+        headers = [
+            (name.encode("utf-8", "backslashreplace"), value.encode("utf-8", "backslashreplace"))
+            for name, value in response.headers.items()
+        ]
+        return response.status, headers, response.chunks()
 
     def dumps(self, signing_key: str | None = None) -> bytes:
         """The file bytes: stable key order, two-space indent, a final newline."""
@@ -322,7 +410,13 @@ class Cassette:
         }
         if key:
             data["signature"] = signature_for(self, key)
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        try:
+            text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        except ValueError:
+            raise CassetteFormatError(
+                f"cassette {self.path} cannot be written: a body holds a number JSON cannot "
+                "represent (NaN, Infinity, or an integer of over 4,300 digits)"
+            ) from None
         return text.encode("utf-8", "backslashreplace")  # a lone surrogate as its JSON escape
 
 
@@ -336,82 +430,253 @@ def new_metadata(provider: str | None) -> CassetteMetadata:
     )
 
 
-def parse_cassette(path: Path, raw: bytes, *, exact: bool = False) -> Cassette:
-    """Parse file bytes into a `Cassette`, or raise `CassetteFormatError` naming file and line.
+# -- reading -----------------------------------------------------------------------------------
 
-    The fast parser (orjson) reads integers beyond 64 bits as floats; `exact=True` uses the
-    standard library parser, which keeps them. Digest verification tells the two apart.
 
-    The garbage collector is paused while the parsed tree is built: a cassette is many small
-    containers, none of them cyclic, and collecting during the build costs more than the parse.
+def max_cassette_bytes() -> int:
+    """The size limit for reading a cassette: `HARNESS_MAX_CASSETTE_BYTES`, else 256 MiB."""
+    value = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_MAX_BYTES
+    if not re.fullmatch(r"[0-9]{1,19}", value) or int(value) == 0:
+        raise CassetteFormatError(
+            f"expected a whole number of bytes above 0 but got {MAX_BYTES_VARIABLE}={value!r} "
+            "(type=str)"
+        )
+    return int(value)
+
+
+def cassette_exists(path: Path) -> bool:
+    """Whether a cassette file is at `path`: False when nothing is there.
+
+    Anything else there (a folder, FIFO, socket or device), or a path that cannot be looked
+    at, raises `CassetteFormatError` naming it, before anything is read or recorded.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as error:
+        raise _unreadable(path, error) from None
+    _require_regular_file(path, mode)
+    return True
+
+
+def read_cassette(path: Path) -> bytes:
+    """The bytes of the cassette file at `path`.
+
+    Only a regular file of at most `max_cassette_bytes()` is read; anything else raises
+    `CassetteFormatError` naming the path. The file is opened without blocking and checked
+    before the first read, so a FIFO with no writer is refused at once instead of hanging.
+    """
+    limit = max_cassette_bytes()
+    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except (OSError, ValueError) as error:
+        raise _unreadable(path, error) from None
+    try:
+        info = os.fstat(descriptor)
+        _require_regular_file(path, info.st_mode)  # before open(), which refuses folders itself
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with open(descriptor, "rb") as stream:
+        if info.st_size > limit:
+            raise _too_large(path, info.st_size, limit)
+        data = stream.read(info.st_size + 1)  # one byte more notices a file still growing
+        if len(data) > info.st_size:
+            data += stream.read(limit + 1 - len(data))
+    if len(data) > limit:
+        raise _too_large(path, len(data), limit)
+    return data
+
+
+_FILE_KINDS: Final = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _require_regular_file(path: Path, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
+    raise CassetteFormatError(
+        f"cassette {path} is {kind}, not a cassette file; give the path of a .json cassette file"
+    )
+
+
+def _unreadable(path: Path, error: OSError | ValueError) -> CassetteFormatError:
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    return CassetteFormatError(f"cassette {path} cannot be read: {reason}")
+
+
+def _too_large(path: Path, size: int, limit: int) -> CassetteFormatError:
+    return CassetteFormatError(
+        f"cassette {path} is {size:,} bytes, over the {limit:,}-byte limit; if it is meant to be "
+        f"this large, raise the limit with {MAX_BYTES_VARIABLE}=<bytes>"
+    )
+
+
+def parse_cassette(path: Path, raw: bytes) -> Cassette:
+    """Parse and check the bytes of the cassette file at `path`; digests are not compared here.
+
+    Raises `CassetteFormatError` naming the file when the bytes are not UTF-8 JSON (with line
+    and column), nest deeper than `MAX_NESTING_DEPTH`, name an unknown format version, or hold an
+    interaction a replay could not serve (with its index and field): every field is type-checked
+    strictly, statuses are 100-599, base64 bodies decode, SSE events are events `parse_sse`
+    could have produced. Bodies are not walked: parsed JSON is JSON.
+
+    Numbers are read by one rule, whoever reads: the fast parser (orjson) when its reading
+    passes every check and every digest matches, otherwise the exact parser (the standard
+    library's, which keeps integers beyond 64 bits that orjson reads as floats), whose reading
+    decides. The garbage collector is paused meanwhile: a cassette is many small containers,
+    none of them cyclic, and collecting during the build costs more than the parse.
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse_cassette(path, raw, exact)
+        return _parse(path, raw)
     finally:
         if collecting:
             gc.enable()
 
 
-def _parse_cassette(path: Path, raw: bytes, exact: bool) -> Cassette:
+def _parse(path: Path, raw: bytes) -> Cassette:
     try:
-        data = _loads(raw, exact)
+        fast: Cassette | None = _checked(path, orjson.loads(raw))
+    except (orjson.JSONDecodeError, CassetteFormatError):
+        fast = None
+    if fast is not None and all(
+        _same(stored.digest, computed)
+        for stored, computed in zip(fast.interactions, fast.computed_digests, strict=True)
+    ):
+        return fast
+    return _checked(path, _exact_loads(path, raw))
+
+
+def _exact_loads(path: Path, raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CassetteFormatError(
+            f"{path}: cassette is not UTF-8 text: {error.reason} at byte {error.start}"
+        ) from None
+    if json_nesting_depth(raw) > MAX_NESTING_DEPTH:
+        raise CassetteFormatError(f"{path}: {_too_deep('the cassette JSON')}")
+    try:
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
     except json.JSONDecodeError as error:
         raise CassetteFormatError(
             f"{path}:{error.lineno}:{error.colno}: cassette is not valid JSON: {error.msg}"
         ) from None
-    except UnicodeDecodeError as error:
-        raise CassetteFormatError(f"{path}: cassette is not UTF-8 text: {error.reason}") from None
+    except ValueError as error:  # from the hooks, or an integer of over 4,300 digits
+        raise CassetteFormatError(f"{path}: cassette is not valid JSON: {error}") from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is too large for a 64-bit float")
+    return value
+
+
+_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET_STEPS: Final = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in _BRACKET_STEPS)
+
+
+def json_nesting_depth(raw: bytes) -> int:
+    """The deepest bracket nesting of JSON text outside its strings, found without recursion.
+
+    The standard library parser recurses once per level, so this runs before it does. On text
+    that is not JSON it still bounds how deep a JSON parser could recurse into it.
+    """
+    skeleton = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_BRACKET_STEPS.__getitem__, skeleton)), default=0)
+
+
+_TOP_LEVEL_KEYS: Final = frozenset({"format", "metadata", "interactions", "signature"})
+
+
+def _checked(path: Path, data: Any) -> Cassette:
+    """The cassette parsed `data` describes, every shape checked (see `parse_cassette`)."""
     if not isinstance(data, dict):
         raise CassetteFormatError(
             f"{path}:1:1: expected a JSON object with a 'format' key but got {type(data).__name__}"
         )
     found = data.get("format")
     if found not in SUPPORTED_FORMATS:
-        raise CassetteFormatError(
-            f"{path}: unknown cassette format {found!r}; supported: {', '.join(SUPPORTED_FORMATS)}"
+        shown = (
+            _shortened(repr(found))
+            if isinstance(found, str | None)
+            else f"of type {type(found).__name__}"
         )
-    unknown = set(data) - {"format", "metadata", "interactions", "signature"}
+        raise CassetteFormatError(
+            f"{path}: unknown cassette format {shown}; supported: {', '.join(SUPPORTED_FORMATS)}"
+        )
+    unknown = set(data) - _TOP_LEVEL_KEYS
     if unknown:
-        raise CassetteFormatError(f"{path}: unknown top-level key(s): {', '.join(sorted(unknown))}")
+        names = ", ".join(_shortened(name) for name in sorted(unknown))
+        raise CassetteFormatError(f"{path}: unknown top-level key(s): {names}")
     try:
         metadata = CassetteMetadata.model_validate(data.get("metadata"))
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(("metadata", *(str(part) for part in first["loc"])))
-        raise CassetteFormatError(f"{path}: invalid cassette at {where}: {first['msg']}") from None
-    interactions = data.get("interactions", [])
+        raise _invalid(path, "invalid cassette", error, ("metadata",)) from None
+    raw = data.get("interactions", [])
     signature = data.get("signature")
-    if not isinstance(interactions, list) or not (signature is None or isinstance(signature, str)):
+    if not isinstance(raw, list) or not (signature is None or isinstance(signature, str)):
         raise CassetteFormatError(
             f"{path}: invalid cassette: 'interactions' must be a list and 'signature' a string"
         )
-    for index, interaction in enumerate(interactions):
-        if not (
-            isinstance(interaction, dict)
-            and isinstance(interaction.get("key"), str)
-            and isinstance(interaction.get("digest"), str)
-            and isinstance(interaction.get("response"), dict)
-        ):
-            raise CassetteFormatError(
-                f"{path}: invalid cassette at interactions.{index}: expected an object with "
-                "key, occurrence, request, response and digest"
-            )
-    return Cassette(path, metadata, interactions, signature=signature)
+    try:
+        interactions = _INTERACTIONS.validate_python(raw, context=_FROM_FILE)
+    except ValidationError as error:
+        index, *_ = error.errors()[0]["loc"]
+        raise _invalid(path, f"invalid interaction #{index}", error, skip=1) from None
+    return Cassette(
+        path,
+        metadata,
+        interactions,
+        raw=raw,
+        signature=signature,
+        digests=[_stored_digest(path, index, item) for index, item in enumerate(raw)],
+    )
 
 
-def _loads(raw: bytes, exact: bool) -> Any:
-    if not exact:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # the standard parser gives the precise message, line and column
-    return json.loads(raw)
+def _stored_digest(path: Path, index: int, interaction: dict[str, Any]) -> str:
+    try:
+        return raw_interaction_digest(interaction)
+    except CassetteFormatError as error:
+        raise CassetteFormatError(f"{path}: interaction #{index}: {error}") from None
+
+
+def _invalid(
+    path: Path, what: str, error: ValidationError, prefix: tuple[str, ...] = (), skip: int = 0
+) -> CassetteFormatError:
+    """The first problem pydantic found, by field; never the offending value, which may be a
+    secret or the user's content."""
+    first = error.errors()[0]
+    where = ".".join(_shortened(str(part)) for part in (*prefix, *first["loc"][skip:]))
+    more = f" ({error.error_count()} problems in all)" if error.error_count() > 1 else ""
+    at = f" at {where}" if where else ""
+    return CassetteFormatError(f"{path}: {what}{at}: {first['msg']}{more}")
+
+
+def _shortened(part: str, limit: int = 60) -> str:
+    return part if len(part) <= limit else part[: limit - 3] + "..."
 
 
 def parse_document(path: Path, raw: bytes) -> CassetteDocument:
-    """Parse and fully validate file bytes into a typed document (every interaction checked)."""
+    """Parse and check file bytes into a typed document (digests are not compared)."""
     return parse_cassette(path, raw).document
 
 
@@ -423,66 +688,115 @@ def find_tampering(cassette: Cassette, signing_key: str | None) -> Iterator[str]
     swapping two answers to the same request, or duplicating one, is an edit too.
     """
     seen: dict[str, int] = defaultdict(int)
-    for index, interaction in enumerate(cassette.raw):
-        request = interaction.get("request") or {}
+    for index, (interaction, computed) in enumerate(
+        zip(cassette.interactions, cassette.computed_digests, strict=True)
+    ):
         where = (
-            f"interaction #{index} ({request.get('method')} {request.get('path')}, "
-            f"key {interaction['key']}, occurrence {interaction.get('occurrence')})"
+            f"interaction #{index} ({interaction.request.method} {interaction.request.path}, "
+            f"key {interaction.key}, occurrence {interaction.occurrence})"
         )
-        if not hmac.compare_digest(interaction["digest"], raw_interaction_digest(interaction)):
+        if not _same(interaction.digest, computed):
             yield f"{where}: digest mismatch"
-        seen[interaction["key"]] += 1
-        if interaction.get("occurrence") != seen[interaction["key"]]:
+        seen[interaction.key] += 1
+        if interaction.occurrence != seen[interaction.key]:
             yield (
-                f"{where}: occurrence out of order, {seen[interaction['key']]} expected "
+                f"{where}: occurrence out of order, {seen[interaction.key]} expected "
                 "(interactions of one key replay in file order)"
             )
     if signing_key and cassette.signature is None:
         yield "unsigned: HARNESS_CASSETTE_KEY is set, so every cassette must carry its signature"
     elif signing_key and cassette.signature is not None:
         expected = signature_for(cassette, signing_key)
-        if not hmac.compare_digest(cassette.signature, expected):
+        if not _same(cassette.signature, expected):
             yield "signature mismatch: the file was changed or signed with another key"
 
 
+def _same(stored: str, expected: str) -> bool:
+    """Constant-time equality of a stored digest or signature with the ASCII one expected."""
+    try:
+        return hmac.compare_digest(stored, expected)
+    except TypeError:  # non-ASCII text, which no digest or signature is
+        return False
+
+
 def renumber(interactions: Iterable[Interaction]) -> list[Interaction]:
-    """Interactions with `occurrence` recounted per key in list order (digests recomputed)."""
+    """Interactions with `occurrence` recounted per key in list order, every digest recomputed.
+
+    Recomputing also normalises an interaction read from a file that spelt a default out (an
+    explicit `"body": null`): its digest then covers what `dumps` writes.
+    """
     counts: dict[str, int] = defaultdict(int)
     result: list[Interaction] = []
     for interaction in interactions:
         counts[interaction.key] += 1
-        occurrence = counts[interaction.key]
-        result.append(
-            interaction
-            if interaction.occurrence == occurrence
-            else interaction.with_occurrence(occurrence)
-        )
+        result.append(interaction.with_occurrence(counts[interaction.key]))
     return result
+
+
+# -- writing -----------------------------------------------------------------------------------
 
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Write `data` to `path` so a crash leaves the old file or the new one, never a mix.
 
     A temporary file in the same folder is written and fsynced, renamed over `path`, and the
-    folder is fsynced so the rename itself is durable.
+    folder is fsynced so the rename itself is durable. The caller holds the cassette's lock
+    (`harness.cassettes.store.lock_for`), so any temporary file of this cassette already there
+    was left by a killed process and is removed first. An existing file keeps its permission
+    bits; a new one gets the usual mode for the process's umask. Failures raise
+    `CassetteWriteError` and leave no temporary file behind.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "wb") as stream:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(path)
+        _replace_with(path, data)
+        _fsync_folder(path.parent)
+    except OSError as error:
+        raise CassetteWriteError(
+            f"cassette {path} cannot be written: {error.strerror or error}"
+        ) from error
+
+
+def _temporary_pattern(path: Path) -> re.Pattern[str]:
+    return re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{16}}\.tmp")
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    pattern = _temporary_pattern(path)
+    with os.scandir(path.parent) as entries:
+        for entry in entries:
+            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                with suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+
+
+def _replace_with(path: Path, data: bytes) -> None:
+    try:
+        kept_mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        kept_mode = None
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with open(descriptor, "wb") as stream:
+            if kept_mode is not None:
+                os.fchmod(descriptor, kept_mode)
             stream.write(data)
             stream.flush()
-            os.fsync(stream.fileno())
+            os.fsync(descriptor)
         os.replace(temporary, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
-    directory = os.open(path.parent, os.O_RDONLY)
+
+
+def _fsync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(descriptor)
     finally:
-        os.close(directory)
+        os.close(descriptor)
 
 
 def body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:
@@ -493,7 +807,7 @@ def body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:
     if text is not None:
         return text.encode("utf-8", "backslashreplace")
     if encoded is not None:
-        return base64.b64decode(encoded)
+        return base64.b64decode(encoded, validate=True)
     return b""
 
 

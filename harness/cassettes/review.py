@@ -14,8 +14,10 @@ from pathlib import Path
 from harness.cassettes.cassette import (
     Cassette,
     Interaction,
+    cassette_exists,
     find_tampering,
     parse_cassette,
+    read_cassette,
     signing_key_from_environment,
 )
 from harness.cassettes.diff import structural_diff
@@ -31,28 +33,39 @@ class VerifyProblem:
 
 
 def cassette_files(paths: Iterable[Path]) -> list[Path]:
-    """The cassette files under `paths` (`*.json` in folders, files as given), sorted."""
+    """The cassette files under `paths` (regular `*.json` files in folders, files as given), sorted.
+
+    A given path that is neither a folder nor a regular file (missing, a FIFO, a device)
+    raises `CassetteFormatError` naming it.
+    """
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(path.rglob("*.json"))
-        else:
+            found.extend(item for item in path.rglob("*.json") if item.is_file())
+        elif cassette_exists(path):
             found.append(path)
+        else:
+            raise CassetteFormatError(f"cassette {path} does not exist")
     return sorted(set(found))
 
 
 def verify(paths: Sequence[Path], signing_key: str | None = None) -> list[VerifyProblem]:
-    """Every interaction whose digest, and every signature, that does not match, per file.
+    """Every problem of every cassette under `paths`, in file order: content that is not a
+    cassette (the first problem `Cassette.load` would raise), each digest and occurrence that
+    does not verify, and the signature. A file has a problem exactly when `Cassette.load` with
+    the same key refuses it.
 
-    A file that does not parse, or has an unknown format, is a problem too. With a signing key
-    (or `HARNESS_CASSETTE_KEY`), an unsigned cassette is reported as unsigned.
+    With a signing key (or `HARNESS_CASSETTE_KEY`), an unsigned cassette is reported as
+    unsigned. A path that cannot be read at all (missing, not a regular file, unreadable, over
+    the size limit) raises `CassetteFormatError` instead: there is nothing to verify.
     """
     key = signing_key or signing_key_from_environment()
     problems: list[VerifyProblem] = []
     for path in cassette_files(paths):
+        raw = read_cassette(path)
         try:
-            cassette = parse_cassette(path, path.read_bytes())
-        except (CassetteFormatError, OSError) as error:
+            cassette = parse_cassette(path, raw)
+        except CassetteFormatError as error:
             problems.append(VerifyProblem(path, str(error)))
             continue
         problems.extend(VerifyProblem(path, problem) for problem in find_tampering(cassette, key))

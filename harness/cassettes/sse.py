@@ -8,19 +8,28 @@ when they stand alone in a block.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+SseLine = Annotated[str, StringConstraints(strict=True, pattern=r"^[^\r\n]*$")]
+"""A field value on one line: a line break would end the field early and change the stream."""
+SseData = Annotated[str, StringConstraints(strict=True, pattern=r"^[^\r]*$")]
+"""Event data: its lines joined by line feeds, the only line break it can hold."""
 
 
 class SseEvent(BaseModel):
     """One event block: its fields as the SSE spec reads them, plus standalone comments."""
 
+    # Only what `parse_sse` can produce validates (`SseLine`, `SseData`, text without lone
+    # surrogates), so a replay delivers exactly the recorded events.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    event: str | None = None
-    data: str | None = None
-    id: str | None = None
-    retry: int | None = None
-    comments: tuple[str, ...] = ()
+    event: SseLine | None = None
+    data: SseData | None = None
+    id: SseLine | None = None
+    retry: Annotated[int, Field(strict=True, ge=0)] | None = None
+    comments: tuple[SseLine, ...] = ()
 
     def render(self) -> bytes:
         """The block as wire bytes, ending with the blank line that closes it."""

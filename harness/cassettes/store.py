@@ -16,21 +16,23 @@ import hashlib
 import os
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from harness.cassettes.cassette import (
     Cassette,
     CassetteDocument,
     Interaction,
+    cassette_exists,
     new_metadata,
     renumber,
     write_atomically,
 )
-from harness.errors import CassetteError
+from harness.errors import CassetteError, CassetteWriteError
 
 RUN_ID_VARIABLES: Final = ("HARNESS_RECORD_RUN_ID", "PYTEST_XDIST_TESTRUNUID")
 LOCK_TIMEOUT_SECONDS: Final = 120.0
@@ -49,28 +51,51 @@ def _lock_base(path: Path) -> Path:
     # Locks live outside the repository so no lock file is ever committed by accident.
     folder = Path(tempfile.gettempdir()) / "harness-cassette-locks"
     folder.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:32]
-    return folder / digest
+    digest = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    return folder / digest[:32]
 
 
-def lock_for(path: Path) -> FileLock:
-    """The inter-process lock guarding writes to the cassette at `path`."""
-    return FileLock(str(_lock_base(path)) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+@contextmanager
+def lock_for(path: Path) -> Iterator[None]:
+    """Hold the inter-process lock guarding writes to the cassette at `path`.
+
+    Raises `CassetteWriteError` when the lock cannot be created, or another process holds it
+    for longer than `LOCK_TIMEOUT_SECONDS`.
+    """
+    try:
+        lock = FileLock(str(_lock_base(path)) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+        lock.acquire()
+    except Timeout:
+        raise CassetteWriteError(
+            f"cassette {path}: another process has held its lock for {LOCK_TIMEOUT_SECONDS:.0f} "
+            "seconds; retry when it has finished saving"
+        ) from None
+    except OSError as error:
+        raise CassetteWriteError(
+            f"cassette {path}: its lock cannot be created: {error.strerror or error}"
+        ) from error
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _merged_into(path: Path) -> Cassette | None:
     """The cassette new interactions are merged into: it must verify, or nothing is written."""
-    return Cassette.load(path) if path.exists() else None
+    return Cassette.load(path) if cassette_exists(path) else None
 
 
 def _replaced(path: Path) -> Cassette | None:
     """The cassette a re-recording replaces, read only to leave identical content untouched.
 
     A corrupt or tampered file is what re-recording is for (the error said so), so it is simply
-    replaced instead of failing after the live calls were made.
+    replaced instead of failing after the live calls were made; a folder, FIFO or device at the
+    path is not a cassette and is refused.
     """
+    if not cassette_exists(path):
+        return None
     try:
-        return _merged_into(path)
+        return Cassette.load(path)
     except CassetteError:
         return None
 
@@ -82,19 +107,32 @@ def save_recording(
     replace: bool,
     provider: str | None,
     run_id: str,
+    saved: int = 0,
 ) -> None:
     """Merge `recorded` into the cassette at `path` (or replace it, see the module docstring).
 
-    Unchanged content is not rewritten, so re-recording identical traffic leaves the file
-    byte-identical, `recorded_at` included.
+    `recorded` is everything one recorder recorded, of which an earlier save wrote the first
+    `saved`: a merge appends only the rest, so saving twice never writes an interaction twice,
+    and a replace writes them all. Unchanged content is not rewritten, so re-recording
+    identical traffic leaves the file byte-identical, `recorded_at` included.
+
+    Raises `CassetteFormatError` when the path is not a regular file or (merging) the file on
+    disk is invalid, `CassetteTamperedError` when it does not verify, and `CassetteWriteError`
+    when it cannot be written.
     """
-    marker = Path(str(_lock_base(path)) + ".run")
     with lock_for(path):
+        marker = Path(str(_lock_base(path)) + ".run")
         same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
-        existing = _replaced(path) if replace and not same_run else _merged_into(path)
-        base = existing.interactions if existing is not None and (same_run or not replace) else []
-        merged = renumber([*base, *recorded])
-        if existing is None or [i.digest for i in merged] != [i["digest"] for i in existing.raw]:
+        if replace and not same_run:
+            existing, base, new = _replaced(path), [], recorded
+        else:
+            existing = _merged_into(path)
+            base = existing.interactions if existing is not None else []
+            new = recorded[saved:]
+        merged = renumber([*base, *new])
+        if existing is None or [i.digest for i in merged] != [
+            i.digest for i in existing.interactions
+        ]:
             previous_provider = existing.metadata.provider if existing else None
             document = CassetteDocument(
                 metadata=new_metadata(provider or previous_provider), interactions=merged

@@ -21,15 +21,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import httpx
 
-from harness.cassettes.cassette import (
-    Cassette,
-    Interaction,
-    body_bytes,
-)
+from harness.cassettes.cassette import Cassette, Interaction, cassette_exists
 from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import detect_provider, keyed_headers
 from harness.cassettes.record import Recorder
@@ -68,6 +63,9 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     `httpx.HTTPTransport()` / `httpx.AsyncHTTPTransport()` and is never used in mode `none`.
     Recorded interactions are scrubbed and written on `close()` (the client closes its
     transport), atomically and under a file lock, merged with what other processes wrote.
+
+    A path where something other than a regular file exists (a folder, FIFO, socket, device)
+    raises `CassetteFormatError` here, in every mode, before anything is recorded.
     """
 
     def __init__(
@@ -92,7 +90,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.strict = strict
         self.recorder = Recorder(scrubber=scrubber, volatile=tuple(volatile), provider=provider)
         self.provider = provider
-        exists = self.path.exists()
+        exists = cassette_exists(self.path)
         if self.mode is RecordMode.NONE and not exists:
             raise CassetteFormatError(
                 f"cassette {self.path} does not exist and record mode is 'none'; record it with "
@@ -114,8 +112,10 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._last_played: dict[str, int] = {}
         self._recorded: list[Interaction] = []
         self._recorded_counts: dict[str, int] = {}
-        self._parts: dict[int, tuple[int, dict[str, str], list[bytes]]] = {}
+        self._saved = 0
+        self._parts: dict[int, tuple[int, list[tuple[bytes, bytes]], list[bytes]]] = {}
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()
         self._closed = False
 
     # -- replay ---------------------------------------------------------------------------------
@@ -236,7 +236,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         """Recorded interactions this transport has not replayed (yet), in file order."""
         with self._lock:
             indexes = sorted(index for queue in self._queues.values() for index in queue)
-        return [self.cassette.interaction(index) for index in indexes]
+        return [self.cassette.interactions[index] for index in indexes]
 
     @property
     def recorded(self) -> list[Interaction]:
@@ -245,17 +245,25 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             return list(self._recorded)
 
     def save(self) -> None:
-        """Write what was recorded (merged with the file on disk); a no-op when nothing was."""
-        with self._lock:
-            recorded = list(self._recorded)
-        if self.mode is RecordMode.ALL or recorded:
-            save_recording(
-                self.path,
-                recorded,
-                replace=self.mode is RecordMode.ALL,
-                provider=self.provider,
-                run_id=self.run_id,
-            )
+        """Write what was recorded since the last save, merged with the file on disk.
+
+        Each recorded interaction is written once, however often `save` is called (`close`
+        saves too). In mode `all` the first save of the run replaces the file and later ones
+        merge into it (see `harness.cassettes.store`); otherwise nothing new means no write.
+        """
+        with self._save_lock:
+            with self._lock:
+                recorded = list(self._recorded)
+            if self.mode is RecordMode.ALL or len(recorded) > self._saved:
+                save_recording(
+                    self.path,
+                    recorded,
+                    saved=self._saved,
+                    replace=self.mode is RecordMode.ALL,
+                    provider=self.provider,
+                    run_id=self.run_id,
+                )
+            self._saved = len(recorded)
 
     def close(self) -> None:
         if self._closed:
@@ -282,7 +290,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             indexes = sorted(index for queue in self._queues.values() for index in queue)
         if not indexes:
             return
-        unplayed = [(index, self.cassette.interaction(index)) for index in indexes]
+        unplayed = [(index, self.cassette.interactions[index]) for index in indexes]
         lines = [
             f"  #{index} {item.request.method} {item.request.path} "
             f"(key {item.key}, occurrence {item.occurrence})"
@@ -396,28 +404,21 @@ def _fast_signature(request: httpx.Request) -> _FastSignature:
 
 
 def _fast_index(cassette: Cassette) -> dict[_FastSignature, str]:
-    """Exact request bytes -> key, for every recorded request whose bytes can be rebuilt.
+    """Exact request bytes -> key, for every recorded request.
 
     Bodies are rebuilt as compact JSON, the bytes httpx's `json=` and the harness gateway send.
     A request that differs in any byte (another JSON spelling, a scrubbed secret) is simply not
     found here and takes the full canonical key; identical bytes can only have the same key.
     """
     index: dict[_FastSignature, str] = {}
-    for interaction in cassette.raw:
-        request: Any = interaction.get("request")
-        try:
-            signature: _FastSignature = (
-                request["method"],
-                request["path"],
-                request.get("query", ""),
-                tuple(sorted(keyed_headers(request.get("headers", {})).items())),
-                hashlib.sha256(
-                    body_bytes(
-                        request.get("body"), request.get("body_text"), request.get("body_base64")
-                    )
-                ).digest(),
-            )
-        except (KeyError, TypeError, AttributeError, ValueError):
-            continue  # an invalid stored request is reported when something reads it
-        index.setdefault(signature, interaction["key"])
+    for interaction in cassette.interactions:
+        request = interaction.request
+        signature: _FastSignature = (
+            request.method,
+            request.path,
+            request.query,
+            tuple(sorted(keyed_headers(request.headers).items())),
+            hashlib.sha256(request.body_bytes()).digest(),
+        )
+        index.setdefault(signature, interaction.key)
     return index

@@ -58,12 +58,16 @@ from vcr.util import read_body  # type: ignore[import-untyped]
 from harness import bounded_yaml
 from harness.bounded_yaml import MIB, YamlInputError, YamlLimitError, YamlLimits
 from harness.cassettes.cassette import (
+    MAX_BODY_DEPTH,
     Cassette,
     CassetteDocument,
     CassetteMetadata,
     Interaction,
+    cassette_exists,
+    json_nesting_depth,
     new_metadata,
-    parse_document,
+    parse_cassette,
+    read_cassette,
     write_atomically,
 )
 from harness.cassettes.diff import structural_diff
@@ -220,7 +224,7 @@ class VcrRequestRecord(_VcrModel):
 
 
 class VcrStatus(_VcrModel):
-    code: int
+    code: int = Field(ge=100, le=599)
     message: str | None = None
 
 
@@ -315,9 +319,9 @@ class HarnessPersister:
         cls, cassette_path: str | os.PathLike[str], serializer: object = None
     ) -> tuple[list[Any], list[dict[str, Any]]]:
         path = Path(cassette_path)
-        if not path.is_file():
+        if not cassette_exists(path):
             raise CassetteNotFoundError(f"cassette {path} does not exist")
-        raw = path.read_bytes()
+        raw = read_cassette(path)
         if not raw.strip():
             # vcrpy records over an empty file, as it would over a missing one.
             raise CassetteNotFoundError(f"cassette {path} is empty")
@@ -327,7 +331,7 @@ class HarnessPersister:
                 "YAML cassette; convert it with harness.cassettes.vcr.import_vcr "
                 "(`harness cassettes import-vcr`) or delete it to re-record"
             )
-        cassette = Cassette.load(path)
+        cassette = Cassette.from_bytes(path, raw)
         requests = [
             RecordedVcrRequest(
                 recorded_key=interaction.key,
@@ -367,6 +371,7 @@ class HarnessPersister:
                 raise CassetteFormatError(
                     f"{path}: interaction #{index} request: {error}"
                 ) from None
+            _check_nesting(path, f"interaction #{index} request", sent.content)
             try:
                 record = VcrResponseRecord.model_validate(response)
             except ValidationError as error:
@@ -567,6 +572,7 @@ def _convert_vcr_file(path: Path, recorder: Recorder) -> list[Interaction]:
             )
         except (ValueError, httpx.InvalidURL) as error:
             raise CassetteFormatError(f"{path}: interaction #{index} request: {error}") from None
+        _check_nesting(path, f"interaction #{index} request", request.content)
         pairs.append((recorder.key_for(request), request, interaction.response))
     return _build_interactions(path, recorder, pairs)
 
@@ -620,26 +626,40 @@ def _build_interactions(
     recorder: Recorder,
     pairs: Iterable[tuple[str, httpx.Request, VcrResponseRecord]],
 ) -> list[Interaction]:
-    """Scrubbed interactions, `occurrence` counted per key in order."""
+    """Scrubbed interactions, `occurrence` counted per key in order.
+
+    Raises `CassetteFormatError` naming `path` and the interaction when one cannot be stored.
+    """
     counts: dict[str, int] = defaultdict(int)
     interactions: list[Interaction] = []
     for index, (key, request, response) in enumerate(pairs):
+        where = f"interaction #{index} response"
         try:
             content = response.content()
-        except ValueError as error:
-            raise CassetteFormatError(f"{path}: interaction #{index} response: {error}") from None
-        counts[key] += 1
-        interactions.append(
-            Interaction.build(
-                key,
-                counts[key],
-                recorder.record_request(request),
-                recorder.record_response(
-                    request, response.status.code, response.header_pairs(), content
-                ),
+            _check_nesting(path, where, content)
+            recorded = recorder.record_response(
+                request, response.status.code, response.header_pairs(), content
             )
-        )
+            counts[key] += 1
+            interactions.append(
+                Interaction.build(key, counts[key], recorder.record_request(request), recorded)
+            )
+        except ValidationError as error:
+            raise _validation_error(path, error, f"interaction #{index}") from None
+        except CassetteFormatError:
+            raise
+        except ValueError as error:
+            raise CassetteFormatError(f"{path}: {where}: {error}") from None
     return interactions
+
+
+def _check_nesting(path: Path, where: str, content: bytes) -> None:
+    """Refuse a body nested deeper than a cassette can hold, before anything parses it."""
+    if json_nesting_depth(content) > MAX_BODY_DEPTH:
+        raise CassetteFormatError(
+            f"{path}: {where}: the body nests deeper than {MAX_BODY_DEPTH} levels, the most a "
+            "cassette body may hold"
+        )
 
 
 def _write_cassette(path: Path, interactions: list[Interaction]) -> bool:
@@ -657,7 +677,7 @@ def _write_cassette(path: Path, interactions: list[Interaction]) -> bool:
         None,
     )
     with lock_for(path):
-        existing = path.read_bytes() if path.is_file() else None
+        existing = read_cassette(path) if cassette_exists(path) else None
         metadata = _reusable_metadata(path, existing, interactions, provider)
         document = CassetteDocument(
             metadata=metadata or new_metadata(provider), interactions=interactions
@@ -675,7 +695,7 @@ def _reusable_metadata(
     if existing is None:
         return None
     try:
-        document = parse_document(path, existing)
+        document = parse_cassette(path, existing).document
     except CassetteFormatError:
         return None
     same = [i.digest for i in document.interactions] == [i.digest for i in interactions]

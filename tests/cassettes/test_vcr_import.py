@@ -502,3 +502,113 @@ def test_the_import_vcr_command(tmp_path: Path) -> None:
     )
     assert missing.exit_code == 2
     assert "Traceback" not in missing.output
+
+
+def vcr_file(path: Path, interactions: Any) -> Path:
+    return write_yaml(path, {"interactions": interactions, "version": 1})
+
+
+def with_member(part: str, name: str, value: Any) -> list[Any]:
+    """One valid interaction with `part.name` (`request` or `response`) set to `value`."""
+    item = interaction({"method": "POST", "uri": CHAT, "body": '{"a": 1}'})
+    item[part][name] = value
+    return [item]
+
+
+def without(part: str) -> list[Any]:
+    item = interaction({"method": "POST", "uri": CHAT})
+    del item[part]
+    return [item]
+
+
+def deep_json(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize(
+    ("interactions", "complaint"),
+    [
+        pytest.param(["GET /"], "invalid interaction #0: Input should be a valid dict", id="str"),
+        pytest.param([{"request": "GET /", "response": {}}], "#0 request: Input", id="request"),
+        pytest.param(with_member("request", "headers", 7), "#0 request.headers", id="headers"),
+        pytest.param(with_member("response", "headers", [1]), "#0 response.headers", id="rh"),
+        pytest.param(with_member("request", "method", 5), "#0 request.method", id="method"),
+        pytest.param(with_member("request", "uri", None), "#0 request.uri", id="uri"),
+        pytest.param(with_member("response", "body", 5), "#0 response.body", id="body"),
+        pytest.param(
+            with_member("response", "body", {"string": [1]}), "#0 response.body.string", id="bs"
+        ),
+        pytest.param(with_member("response", "status", 200), "#0 response.status", id="status"),
+        pytest.param(
+            with_member("response", "status", {"code": 99}),
+            "#0 response.status.code: Input should be greater than or equal to 100",
+            id="status-99",
+        ),
+        pytest.param(
+            with_member("response", "status", {"code": True}),
+            "#0 response.status.code",
+            id="status-bool",
+        ),
+        pytest.param(without("response"), "#0 response: Field required", id="no-response"),
+        pytest.param(without("request"), "#0 request: Field required", id="no-request"),
+        pytest.param(
+            with_member("request", "body", deep_json(5_000)),
+            "interaction #0 request: the body nests deeper than 252 levels",
+            id="deep-request",
+        ),
+        pytest.param(
+            with_member("response", "body", {"string": deep_json(300)}),
+            "interaction #0 response: the body nests deeper than 252 levels",
+            id="deep-response",
+        ),
+        pytest.param(
+            with_member("request", "headers", {"x-name": ["é"]}),
+            "interaction #0 request: 'ascii' codec can't encode",
+            id="non-ascii-request-header",
+        ),
+        pytest.param(
+            with_member("request", "uri", "http://[::1"),
+            "interaction #0 request: Invalid port",
+            id="bad-uri",
+        ),
+    ],
+)
+def test_every_malformed_interaction_is_refused_naming_file_and_interaction(
+    tmp_path: Path, interactions: Any, complaint: str
+) -> None:
+    source = vcr_file(tmp_path / "bad.yaml", interactions)
+    with pytest.raises(CassetteFormatError) as caught:
+        import_vcr([source], tmp_path / "out")
+    assert str(caught.value).startswith(f"{source}: ")
+    assert complaint in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    result = CliRunner().invoke(
+        main, ["cassettes", "import-vcr", str(source), "--out", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {source}: ")
+    assert "Traceback" not in result.output
+
+
+def test_the_persister_refuses_a_malformed_vcrpy_response_by_interaction(tmp_path: Path) -> None:
+    from vcr.request import Request as VcrRequest  # type: ignore[import-untyped]
+
+    from harness.cassettes.vcr import HarnessPersister
+
+    request = VcrRequest("GET", "https://api.openai.com/v1/models", None, {})
+    good = {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": b"{}"}}
+    bad = {**good, "status": {"code": 1_000, "message": "?"}}
+    path = tmp_path / "c.json"
+    with pytest.raises(
+        CassetteFormatError,
+        match=r"interaction #1 response status\.code: Input should be less than or equal to 599",
+    ):
+        HarnessPersister.save_cassette(
+            path, {"requests": [request, request], "responses": [good, bad]}
+        )
+    assert not path.exists()
