@@ -15,9 +15,7 @@ where there is a position, never a bare PyYAML or decoding exception.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +28,7 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 
 from harness.errors import HarnessError
+from harness.files import FileTooLargeError, NotARegularFileError, read_regular_file
 
 _PARSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MIB: Final = 1024 * 1024
@@ -161,32 +160,17 @@ def construct(path: Path, root: yaml.Node) -> Any:
 
 
 def _read_regular_file(path: Path, limits: YamlLimits) -> bytes:
-    # O_NONBLOCK: opening a FIFO with no writer must not wait for one; fstat then refuses it.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        descriptor = os.open(path, flags)
-    except OSError as error:
-        with contextlib.suppress(OSError):  # a socket cannot be opened: say what it is
-            _refuse_special(path, os.stat(path).st_mode)
-        raise YamlInputError(path, f"cannot read it ({error.strerror or error})") from None
-    try:
-        info = os.fstat(descriptor)
-        _refuse_special(path, info.st_mode)
-        if info.st_size > limits.max_bytes:
-            raise _too_large(path, limits)
-        with open(descriptor, "rb", closefd=False) as file:
-            # The file may grow after fstat: read one byte more than it had, then the rest up to
-            # the limit. Never `read(limit)`, which allocates the whole limit up front.
-            data = file.read(info.st_size + 1)
-            if len(data) > info.st_size:
-                data += file.read(limits.max_bytes + 1 - len(data))
-    except OSError as error:
-        raise YamlInputError(path, f"cannot read it ({error.strerror or error})") from None
-    finally:
-        os.close(descriptor)
-    if len(data) > limits.max_bytes:
-        raise _too_large(path, limits)
-    return data
+        return read_regular_file(path, limits.max_bytes)
+    except NotARegularFileError as error:
+        raise YamlInputError(
+            path, f"it is {error.kind}, not a regular file; give the path of a YAML file"
+        ) from None
+    except FileTooLargeError:
+        raise _too_large(path, limits) from None
+    except (OSError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise YamlInputError(path, f"cannot read it ({reason})") from None
 
 
 def _too_large(path: Path, limits: YamlLimits) -> YamlLimitError:
@@ -195,24 +179,6 @@ def _too_large(path: Path, limits: YamlLimits) -> YamlLimitError:
         f"the file is larger than {_size(limits.max_bytes)}; set "
         f"{limits.variable('bytes')} to a larger number of bytes to read it",
     )
-
-
-def _refuse_special(path: Path, mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        raise YamlInputError(
-            path, f"not a regular file (a {_file_kind(mode)}); give the path of a YAML file"
-        )
-
-
-def _file_kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISDIR, "folder"),
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-    )
-    return next((name for test, name in kinds if test(mode)), "special file")
 
 
 def _size(count: int) -> str:

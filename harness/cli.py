@@ -324,10 +324,14 @@ def cassettes_verify(paths: tuple[Path, ...]) -> None:
     match; exit 1 if any, 2 if a path cannot be read."""
     from harness.cassettes.review import cassette_files, verify
 
+    checked = len(_or_invalid(lambda: cassette_files(paths)))
+    if not checked:
+        click.echo("error: no cassette files (*.json) under the given folders", err=True)
+        sys.exit(EXIT_INVALID)
     problems = _or_invalid(lambda: verify(list(paths)))
     for problem in problems:
-        click.echo(f"{problem.path}: {problem.problem}")
-    checked = len(cassette_files(paths))
+        named = problem.problem.startswith(f"{problem.path}")  # the message names its file
+        click.echo(problem.problem if named else f"{problem.path}: {problem.problem}")
     if problems:
         click.echo(f"{len(problems)} problem(s) in {checked} cassette(s)", err=True)
         sys.exit(EXIT_FAILED)

@@ -37,13 +37,9 @@ import hmac
 import json
 import os
 import re
-import secrets
-import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import suppress
 from datetime import UTC, datetime
-from itertools import accumulate
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -61,9 +57,16 @@ from pydantic import (
     WrapValidator,
 )
 
-from harness.cassettes.key import canonical_request_key
+from harness import files
+from harness.cassettes.key import MAX_BODY_DEPTH, canonical_request_key, json_nesting_depth
 from harness.cassettes.sse import SseEvent, render_sse
 from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
+from harness.files import (
+    FileTooLargeError,
+    NotARegularFileError,
+    read_regular_file,
+    regular_file_exists,
+)
 from harness.protocol.canonical import canonical_json
 
 FORMAT: Final = "harness-cassette/1"
@@ -71,13 +74,10 @@ SUPPORTED_FORMATS: Final = (FORMAT,)
 SIGNING_KEY_VARIABLE: Final = "HARNESS_CASSETTE_KEY"
 SIGNATURE_PREFIX: Final = "hmac-sha256:"
 
-MAX_NESTING_DEPTH: Final = 256
-"""The deepest JSON nesting a cassette file may have; the top-level object is level 1, so a body
-may nest 252 levels. Real LLM traffic nests a few dozen; the limit keeps every reader (and the
-recursive JSON libraries behind it) far from Python's recursion limit."""
-MAX_BODY_DEPTH: Final = MAX_NESTING_DEPTH - 4
-"""The deepest a JSON body may nest: it sits in a request or response, in an interaction, in the
-`interactions` list, in the top-level object."""
+MAX_NESTING_DEPTH: Final = MAX_BODY_DEPTH + 4
+"""The deepest JSON nesting a cassette file may have (the top-level object is level 1): a body of
+`MAX_BODY_DEPTH` levels sits in a request or response, in an interaction, in the `interactions`
+list, in the top-level object."""
 MAX_BYTES_VARIABLE: Final = "HARNESS_MAX_CASSETTE_BYTES"
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """The largest cassette file read, unless `HARNESS_MAX_CASSETTE_BYTES` says otherwise."""
@@ -453,13 +453,9 @@ def cassette_exists(path: Path) -> bool:
     at, raises `CassetteFormatError` naming it, before anything is read or recorded.
     """
     try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return False
+        return regular_file_exists(path)
     except (OSError, ValueError) as error:
         raise _unreadable(path, error) from None
-    _require_regular_file(path, mode)
-    return True
 
 
 def read_cassette(path: Path) -> bytes:
@@ -470,56 +466,25 @@ def read_cassette(path: Path) -> bytes:
     before the first read, so a FIFO with no writer is refused at once instead of hanging.
     """
     limit = max_cassette_bytes()
-    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        descriptor = os.open(path, flags)
+        return read_regular_file(path, limit)
+    except FileTooLargeError as error:
+        raise CassetteFormatError(
+            f"cassette {path} is {error.size:,} bytes, over the {limit:,}-byte limit; if it is "
+            f"meant to be this large, raise the limit with {MAX_BYTES_VARIABLE}=<bytes>"
+        ) from None
     except (OSError, ValueError) as error:
         raise _unreadable(path, error) from None
-    try:
-        info = os.fstat(descriptor)
-        _require_regular_file(path, info.st_mode)  # before open(), which refuses folders itself
-    except BaseException:
-        os.close(descriptor)
-        raise
-    with open(descriptor, "rb") as stream:
-        if info.st_size > limit:
-            raise _too_large(path, info.st_size, limit)
-        data = stream.read(info.st_size + 1)  # one byte more notices a file still growing
-        if len(data) > info.st_size:
-            data += stream.read(limit + 1 - len(data))
-    if len(data) > limit:
-        raise _too_large(path, len(data), limit)
-    return data
-
-
-_FILE_KINDS: Final = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _require_regular_file(path: Path, mode: int) -> None:
-    if stat.S_ISREG(mode):
-        return
-    kind = next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
-    raise CassetteFormatError(
-        f"cassette {path} is {kind}, not a cassette file; give the path of a .json cassette file"
-    )
 
 
 def _unreadable(path: Path, error: OSError | ValueError) -> CassetteFormatError:
+    if isinstance(error, NotARegularFileError):
+        return CassetteFormatError(
+            f"cassette {path} is {error.kind}, not a cassette file; give the path of a .json "
+            "cassette file"
+        )
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     return CassetteFormatError(f"cassette {path} cannot be read: {reason}")
-
-
-def _too_large(path: Path, size: int, limit: int) -> CassetteFormatError:
-    return CassetteFormatError(
-        f"cassette {path} is {size:,} bytes, over the {limit:,}-byte limit; if it is meant to be "
-        f"this large, raise the limit with {MAX_BYTES_VARIABLE}=<bytes>"
-    )
 
 
 def parse_cassette(path: Path, raw: bytes) -> Cassette:
@@ -587,21 +552,6 @@ def _finite_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"the number {text[:40]} is too large for a 64-bit float")
     return value
-
-
-_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET_STEPS: Final = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in _BRACKET_STEPS)
-
-
-def json_nesting_depth(raw: bytes) -> int:
-    """The deepest bracket nesting of JSON text outside its strings, found without recursion.
-
-    The standard library parser recurses once per level, so this runs before it does. On text
-    that is not JSON it still bounds how deep a JSON parser could recurse into it.
-    """
-    skeleton = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_BRACKET_STEPS.__getitem__, skeleton)), default=0)
 
 
 _TOP_LEVEL_KEYS: Final = frozenset({"format", "metadata", "interactions", "signature"})
@@ -737,66 +687,19 @@ def renumber(interactions: Iterable[Interaction]) -> list[Interaction]:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so a crash leaves the old file or the new one, never a mix.
+    """Write the cassette at `path` atomically (`harness.files.write_atomically`).
 
-    A temporary file in the same folder is written and fsynced, renamed over `path`, and the
-    folder is fsynced so the rename itself is durable. The caller holds the cassette's lock
-    (`harness.cassettes.store.lock_for`), so any temporary file of this cassette already there
-    was left by a killed process and is removed first. An existing file keeps its permission
-    bits; a new one gets the usual mode for the process's umask. Failures raise
-    `CassetteWriteError` and leave no temporary file behind.
+    The caller holds the cassette's lock (`harness.cassettes.store.lock_for`), so temporary files
+    of this cassette already there were left by killed processes and are removed first. An
+    existing file keeps its permission bits. Failures raise `CassetteWriteError` and leave no
+    temporary file behind.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temporaries(path)
-        _replace_with(path, data)
-        _fsync_folder(path.parent)
+        files.write_atomically(path, data, remove_stale=True)
     except OSError as error:
         raise CassetteWriteError(
             f"cassette {path} cannot be written: {error.strerror or error}"
         ) from error
-
-
-def _temporary_pattern(path: Path) -> re.Pattern[str]:
-    return re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{16}}\.tmp")
-
-
-def _remove_stale_temporaries(path: Path) -> None:
-    pattern = _temporary_pattern(path)
-    with os.scandir(path.parent) as entries:
-        for entry in entries:
-            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-                with suppress(FileNotFoundError):
-                    os.unlink(entry.path)
-
-
-def _replace_with(path: Path, data: bytes) -> None:
-    try:
-        kept_mode: int | None = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        kept_mode = None
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with open(descriptor, "wb") as stream:
-            if kept_mode is not None:
-                os.fchmod(descriptor, kept_mode)
-            stream.write(data)
-            stream.flush()
-            os.fsync(descriptor)
-        os.replace(temporary, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
-def _fsync_folder(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:

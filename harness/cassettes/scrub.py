@@ -45,7 +45,7 @@ raises. The placeholder is `PLACEHOLDER`, `[SCRUBBED]`. What is scrubbed:
   joining the replayed deltas never sees the secret. Events something was scrubbed from have
   their JSON `data` rewritten compactly; the others keep their bytes.
 
-JSON nested deeper than `MAX_JSON_DEPTH` (200) levels is refused with `JsonTooDeepError` rather
+JSON nested deeper than `MAX_JSON_DEPTH` (252) levels is refused with `JsonTooDeepError` rather
 than written unscrubbed. Users add regular expressions and callables (`str -> str`, applied to
 every string) per cassette (`Scrubber.with_extras`). Recording pays for all this (the exact
 values are one regular expression, compiled once per distinct set); replay never does.
@@ -63,7 +63,7 @@ from typing import Any, ClassVar, Final
 from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus
 
 from harness.cassettes.cassette import SIGNING_KEY_VARIABLE
-from harness.cassettes.key import CREDENTIAL_QUERY_PARAMETERS, parse_json_body
+from harness.cassettes.key import CREDENTIAL_QUERY_PARAMETERS, MAX_BODY_DEPTH, parse_json_body
 from harness.cassettes.sse import SseEvent
 from harness.errors import CassetteError
 
@@ -118,8 +118,9 @@ SECRET_PATTERNS: Final[Mapping[str, re.Pattern[str]]] = {
     "aws-access-key": re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
 }
 
-MAX_JSON_DEPTH: Final = 200
-"""JSON nested deeper than this is refused instead of scrubbed (no provider answers so deep)."""
+MAX_JSON_DEPTH: Final = MAX_BODY_DEPTH
+"""JSON nested deeper than this is refused instead of scrubbed (no provider answers so deep);
+a recorded body that deep is stored as text, so this guards values given to the scrubber in code."""
 
 StringScrubber = Callable[[str], str]
 

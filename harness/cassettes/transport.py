@@ -26,7 +26,7 @@ import httpx
 
 from harness.cassettes.cassette import Cassette, Interaction, cassette_exists
 from harness.cassettes.diff import explain_miss
-from harness.cassettes.key import detect_provider, keyed_headers
+from harness.cassettes.key import detect_provider, keyed_headers, split_pointer
 from harness.cassettes.record import Recorder
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import current_run_id, save_recording
@@ -88,6 +88,8 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.inner = inner
         self.allow_repeats = allow_repeats
         self.strict = strict
+        for pointer in volatile:
+            split_pointer(pointer)  # a bad pointer fails here, not at the first request
         self.recorder = Recorder(scrubber=scrubber, volatile=tuple(volatile), provider=provider)
         self.provider = provider
         exists = cassette_exists(self.path)

@@ -58,20 +58,24 @@ from vcr.util import read_body  # type: ignore[import-untyped]
 from harness import bounded_yaml
 from harness.bounded_yaml import MIB, YamlInputError, YamlLimitError, YamlLimits
 from harness.cassettes.cassette import (
-    MAX_BODY_DEPTH,
     Cassette,
     CassetteDocument,
     CassetteMetadata,
     Interaction,
     cassette_exists,
-    json_nesting_depth,
     new_metadata,
     parse_cassette,
     read_cassette,
     write_atomically,
 )
 from harness.cassettes.diff import structural_diff
-from harness.cassettes.key import canonical_request_bytes, canonical_request_key, detect_provider
+from harness.cassettes.key import (
+    MAX_BODY_DEPTH,
+    canonical_request_bytes,
+    canonical_request_key,
+    detect_provider,
+    json_nesting_depth,
+)
 from harness.cassettes.record import Recorder
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import lock_for

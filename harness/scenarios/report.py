@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cassettes.cassette import write_atomically
 from harness.cassettes.scrub import redact
 from harness.errors import HarnessError
+from harness.files import write_atomically
 from harness.scenarios.run import CellResult
 
 

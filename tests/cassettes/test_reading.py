@@ -17,7 +17,6 @@ import pytest
 
 from harness.cassettes import Cassette, CassetteFormatError, CassetteTransport
 from harness.cassettes.cassette import (
-    MAX_BODY_DEPTH,
     MAX_BYTES_VARIABLE,
     MAX_NESTING_DEPTH,
     Interaction,
@@ -26,6 +25,7 @@ from harness.cassettes.cassette import (
     new_metadata,
     raw_interaction_digest,
 )
+from harness.cassettes.key import MAX_BODY_DEPTH
 from harness.cassettes.review import verify
 from harness.cassettes.store import save_recording
 from tests.support.cassette_files import (
@@ -101,7 +101,7 @@ def test_sockets_devices_and_impossible_paths_are_refused(tmp_path: Path) -> Non
         server.bind(str(sock_path))
         with pytest.raises(CassetteFormatError, match="is a socket"):
             CassetteTransport(sock_path, mode="all")
-        with pytest.raises(CassetteFormatError, match=f"cassette {sock_path} cannot be read"):
+        with pytest.raises(CassetteFormatError, match=f"cassette {sock_path} is a socket"):
             Cassette.load(sock_path)
     with pytest.raises(CassetteFormatError, match="is a character device"):
         Cassette.load(Path("/dev/null"))

@@ -108,3 +108,22 @@ def test_the_transport_is_a_context_manager_that_saves_even_on_error(tmp_path: P
         client = httpx.Client(transport=transport, base_url=OPENAI)
         assert client.post(CHAT, json=chat("a")).json()["n"] == 1
     transport.close()  # closing twice is harmless
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 1_000 + b"]" * 1_000, b'{"a": NaN, "b": Infinity}'],
+    ids=["nested-1000-deep", "nan-and-infinity"],
+)
+def test_a_body_json_cannot_hold_is_recorded_as_text_and_replays(
+    tmp_path: Path, body: bytes
+) -> None:
+    path = tmp_path / "c.json"
+    inner = httpx.MockTransport(lambda request: httpx.Response(200, content=request.content))
+    with httpx.Client(transport=CassetteTransport(path, mode="once", inner=inner)) as client:
+        assert client.post(f"{OPENAI}{CHAT}", content=body).content == body
+    (interaction,) = Cassette.load(path).interactions
+    assert interaction.request.body_text == body.decode()
+    assert interaction.response.body_text == body.decode()
+    with httpx.Client(transport=CassetteTransport(path)) as client:
+        assert client.post(f"{OPENAI}{CHAT}", content=body).content == body

@@ -17,7 +17,8 @@ from harness.bounded_yaml import YamlLimitSettingError
 from harness.cassettes.vcr import import_vcr
 from harness.cli import main
 from harness.errors import CassetteFormatError
-from harness.scenarios import ScenarioFileError, load_scenarios
+from harness.scenarios import load_scenarios
+from tests.support.scenario_files import refusal, write
 
 LAUGHS = "".join(
     f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
@@ -27,18 +28,6 @@ ALIAS_BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lo
 """The billion laughs: 1 KB of YAML, 9**9 strings once expanded."""
 
 GOOD = "name: ok\nkind: completion\ninput: {agentFinalAnswer: &answer hi}\nexpect: {status: completed}\n"
-
-
-def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def refusal(path: Path) -> str:
-    with pytest.raises(ScenarioFileError) as caught:
-        load_scenarios([path])
-    return str(caught.value)
 
 
 def test_an_alias_bomb_is_refused_while_reading_without_growing_memory(tmp_path: Path) -> None:
@@ -141,8 +130,11 @@ def test_a_file_too_deep_for_python_is_refused_before_it_recurses(tmp_path: Path
 def test_a_fifo_is_refused_at_once_given_or_found(tmp_path: Path) -> None:
     fifo = tmp_path / "x.yaml"
     os.mkfifo(fifo)
-    assert refusal(fifo) == f"{fifo}: not a regular file (a FIFO); give the path of a YAML file"
-    assert refusal(tmp_path).startswith(f"{fifo}: not a regular file (a FIFO)")
+    assert (
+        refusal(fifo)
+        == f"{fifo}: it is a FIFO (named pipe), not a regular file; give the path of a YAML file"
+    )
+    assert refusal(tmp_path).startswith(f"{fifo}: it is a FIFO (named pipe), not a regular file")
 
 
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix sockets are POSIX")
@@ -151,7 +143,8 @@ def test_a_socket_is_refused(tmp_path: Path) -> None:
     with socket.socket(socket.AF_UNIX) as listener:
         listener.bind(str(path))
         assert (
-            refusal(path) == f"{path}: not a regular file (a socket); give the path of a YAML file"
+            refusal(path)
+            == f"{path}: it is a socket, not a regular file; give the path of a YAML file"
         )
 
 
@@ -159,7 +152,7 @@ def test_a_device_is_refused(tmp_path: Path) -> None:
     if not Path(os.devnull).exists() or os.name != "posix":
         pytest.skip("needs a POSIX character device")
     assert refusal(Path(os.devnull)).endswith(
-        "not a regular file (a character device); give the path of a YAML file"
+        "it is a character device, not a regular file; give the path of a YAML file"
     )
 
 

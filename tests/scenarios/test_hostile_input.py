@@ -5,10 +5,7 @@ a request to the network."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +19,11 @@ from harness.cassettes import CassetteTransport, canonical_request_key
 from harness.cassettes.key import VolatileFieldError
 from harness.cli import main
 from harness.errors import IllegalArgumentException
-from harness.scenarios import Expect, ScenarioFileError, load_scenarios, run_scenario
+from harness.scenarios import Expect, load_scenarios, run_scenario
 from harness.scenarios.format import Scenario, StoreCheckSpec
 from harness.scenarios.load import LoadedScenario
+from tests.support.fake_provider import FakeProvider, Reply, serve
+from tests.support.scenario_files import refusal, write
 
 AGENT = """\
 name: hostile
@@ -33,18 +32,6 @@ script: [{text: done}]
 agent:
   system_prompt: CANARY-system-prompt
 """
-
-
-def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def refusal(path: Path) -> str:
-    with pytest.raises(ScenarioFileError) as caught:
-        load_scenarios([path])
-    return str(caught.value)
 
 
 # -- 1. every YAML problem is located ---------------------------------------------------------------
@@ -252,6 +239,8 @@ def test_cassette_transport_applies_the_same_pointer_check(tmp_path: Path) -> No
     )
     with pytest.raises(VolatileFieldError, match="'~0'"):
         record_one(tmp_path, ["/messages/~2"])
+    with pytest.raises(VolatileFieldError, match="starting with '/'"):
+        CassetteTransport(tmp_path / "new.json", mode="all", volatile=["messages"])
 
 
 # -- 4. store_check extra columns are plain, new identifiers ----------------------------------------
@@ -331,51 +320,29 @@ def test_a_cassette_that_does_not_exist_yet_loads(tmp_path: Path, cassette: str)
 # -- 6. output schemas never reach the network ------------------------------------------------------
 
 
-@contextmanager
-def schema_server() -> Iterator[tuple[str, list[str]]]:
-    """A loopback server that would answer any GET with a valid schema; it keeps each path."""
-    received: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            received.append(self.path)
-            payload = b'{"type": "object"}'
-            self.send_response(200)
-            self.send_header("content-type", "application/schema+json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+def schema_server() -> AbstractContextManager[FakeProvider]:
+    """A loopback server that would answer any GET with a valid schema; it keeps each request."""
+    return serve(lambda request: Reply(body={"type": "object"}))
 
 
 def test_a_remote_ref_is_refused_at_load_and_never_fetched(tmp_path: Path) -> None:
-    with schema_server() as (base, received):
+    with schema_server() as server:
+        base = server.base_url
         path = write(tmp_path, AGENT + f"  output_schema: {{$ref: '{base}/answer.json'}}\n")
         text = refusal(path)
         assert text.startswith(f"{path}:6:18: agent.output_schema: "), text
         assert f"remote $ref '{base}/answer.json' is not fetched" in text
         assert "inline the schema under $defs" in text
-    assert received == []
+    assert server.received == []
 
 
 def test_the_validator_cannot_fetch_even_when_validating() -> None:
-    with schema_server() as (base, received):
-        validator = output_validator({"type": "object"}).evolve(schema={"$ref": f"{base}/s.json"})
+    with schema_server() as server:
+        remote = {"$ref": f"{server.base_url}/s.json"}
+        validator = output_validator({"type": "object"}).evolve(schema=remote)
         with pytest.raises(IllegalArgumentException, match="cannot be resolved offline"):
             validate_output(validator, "{}")
-    assert received == []
+    assert server.received == []
 
 
 @pytest.mark.parametrize(

@@ -106,7 +106,7 @@ def serve(script: Script) -> Iterator[FakeProvider]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             request = ReceivedRequest(
-                method="POST",
+                method=self.command,
                 path=self.path,
                 headers={name.lower(): value for name, value in self.headers.items()},
                 body=self.rfile.read(length),
@@ -132,6 +132,8 @@ def serve(script: Script) -> Iterator[FakeProvider]:
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        do_GET = do_POST  # a schema or file fetch, for tests that nothing is fetched
 
         def log_message(self, format: str, *args: Any) -> None:
             return
