@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -15,6 +16,22 @@ from rich.table import Table
 from harness.errors import HarnessError
 
 _T = TypeVar("_T")
+
+
+class _Path(click.Path[Path]):
+    """`click.Path` that refuses a NUL byte with a usage error (click's own check raises
+    `ValueError` from `os.stat` on one)."""
+
+    def convert(
+        self,
+        value: str | os.PathLike[str],
+        param: click.Parameter | None,
+        ctx: click.Context | None,
+    ) -> Path:
+        if "\x00" in os.fspath(value):
+            self.fail(f"{os.fspath(value)!r} holds a NUL byte, which no path can", param, ctx)
+        return super().convert(value, param, ctx)
+
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -34,7 +51,7 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=_Path(path_type=Path))
 @click.option(
     "--runtime",
     "runtimes",
@@ -49,12 +66,12 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 @click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
 @click.option("-k", "keyword", default="", help="Select cells: words, and, or, not, ( ).")
 @click.option(
-    "--junit-xml", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
+    "--junit-xml", type=_Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
 )
 @click.option(
     "--json",
     "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=_Path(path_type=Path, dir_okay=False),
     help="Write a JSON report.",
 )
 @click.option(
@@ -161,7 +178,7 @@ def run(
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=_Path(path_type=Path))
 @click.option("--provider", required=True, type=click.Choice(("openai", "anthropic")))
 @click.option("--model", help="Record with this model instead of the scenarios' own.")
 def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
@@ -214,7 +231,7 @@ def schema(context: click.Context) -> None:
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=_Path(path_type=Path, file_okay=False),
     default=Path("schemas"),
     show_default=True,
     help="Folder for the <record>.schema.json files.",
@@ -318,7 +335,7 @@ def cassettes() -> None:
 
 
 @cassettes.command("verify")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, exists=True))
 def cassettes_verify(paths: tuple[Path, ...]) -> None:
     """List every problem: content that is not a cassette, each digest or signature that does not
     match; exit 1 if any, 2 if a path cannot be read."""
@@ -339,7 +356,7 @@ def cassettes_verify(paths: tuple[Path, ...]) -> None:
 
 
 @cassettes.command("show")
-@click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("path", type=_Path(path_type=Path, exists=True, dir_okay=False))
 def cassettes_show(path: Path) -> None:
     """One line per interaction: index, request, key, occurrence, status and body kind."""
     from harness.cassettes.review import show
@@ -360,7 +377,7 @@ def cassettes_show(path: Path) -> None:
 
 
 @cassettes.command("stats")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, exists=True))
 def cassettes_stats(paths: tuple[Path, ...]) -> None:
     """Counts per cassette: interactions, keys, repeats, streams, size, endpoints, statuses."""
     from harness.cassettes.review import cassette_files, stats
@@ -383,8 +400,8 @@ def cassettes_stats(paths: tuple[Path, ...]) -> None:
 
 
 @cassettes.command("diff")
-@click.argument("a", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.argument("b", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("a", type=_Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("b", type=_Path(path_type=Path, exists=True, dir_okay=False))
 def cassettes_diff(a: Path, b: Path) -> None:
     """What changed from cassette A to cassette B; exit 1 when they differ."""
     from harness.cassettes.review import diff
@@ -407,12 +424,12 @@ def cassettes_diff(a: Path, b: Path) -> None:
 
 
 @cassettes.command("import-vcr")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("sources", nargs=-1, required=True, type=_Path(path_type=Path))
 @click.option(
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(path_type=Path, file_okay=False),
+    type=_Path(path_type=Path, file_okay=False),
     help="Folder for the converted harness-cassette/1 files (relative paths are kept).",
 )
 def cassettes_import_vcr(sources: tuple[Path, ...], out_dir: Path) -> None:

@@ -55,15 +55,20 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     """Every scenario file under `paths` (files as given, folders searched), sorted."""
     found: list[Path] = []
     for path in paths:
+        try:
+            path.stat()
+        except FileNotFoundError:
+            raise ScenarioFileError(f"{path}: no such file or folder") from None
+        except (OSError, ValueError) as error:  # a NUL byte in the path, a folder we may not read
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise ScenarioFileError(f"{str(path)!r}: cannot look at it ({reason})") from None
         if path.is_dir():
             # a folder named `x.yaml` is searched, not read; a FIFO or device is refused at load
             found.extend(
                 p for p in path.rglob("*") if p.suffix in SCENARIO_SUFFIXES and not p.is_dir()
             )
-        elif path.exists():
-            found.append(path)
         else:
-            raise ScenarioFileError(f"{path}: no such file or folder")
+            found.append(path)
     return sorted(set(found))
 
 

@@ -104,6 +104,13 @@ MISUSES: list[list[str]] = [
     ["stores", "check", "sqlite:///folder"],
     ["stores", "check", "redis://:999999"],
     ["stores", "check", "postgresql://x:y@[::1"],
+    ["run", "\x00"],
+    ["run", "tiny.yaml", "--json", "r\x00.json"],
+    ["run", "tiny.yaml", "--store-url", "sqlite:///a\x00.sqlite3", "--store", "sqlite"],
+    ["stores", "check", "sqlite:///a\x00b"],
+    ["cassettes", "verify", "a\x00"],
+    ["cassettes", "import-vcr", "tiny.yaml", "--out", "o\x00"],
+    ["schema", "records", "--out", "o\x00"],
     ["modules", "show", ""],
     ["modules", "show", "\x00"],
 ]
