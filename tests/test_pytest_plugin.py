@@ -17,10 +17,11 @@ from tests.support.fake_provider import FakeProvider, ReceivedRequest, Reply, se
 
 pytest_plugins = ["pytester"]
 
+# cassetter (a benchmark-only dependency) and pytest-recording both define --record-mode
 INI = """
 [pytest]
 harness_scenarios = scenarios
-addopts = --strict-markers --strict-config -p no:cacheprovider
+addopts = --strict-markers --strict-config -p no:cacheprovider -p no:cassetter
 filterwarnings = error
 """
 
@@ -198,7 +199,7 @@ def test_an_invalid_file_is_one_collection_error_at_its_line(project: pytest.Pyt
 
 def test_nothing_is_collected_without_the_ini_option(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", stray=PASSING)
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:cassetter")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
