@@ -28,6 +28,7 @@ import functools
 import gc
 import io
 import json
+import math
 import os
 import platform
 import pstats
@@ -381,8 +382,16 @@ def warm_up(workdir: Path) -> None:
             post_all(client, workload.replay_order)
 
 
+MIN_LOAD_SECONDS = 0.5
+"""Small cassettes load in about a millisecond, where a few repeats are mostly noise: each tool
+is repeated until its loads add up to this (at least `repeats` times, at most 200)."""
+
+
 def median_seconds(action: Callable[[], object], repeats: int) -> float:
-    action()  # warm-up
+    started = time.perf_counter()
+    action()  # warm-up, and a first estimate of how many repeats fit
+    once = time.perf_counter() - started
+    repeats = max(repeats, min(200, math.ceil(MIN_LOAD_SECONDS / max(once, 1e-6))))
     times: list[float] = []
     for _ in range(repeats):
         gc.collect()

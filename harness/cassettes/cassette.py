@@ -39,6 +39,7 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -375,10 +376,11 @@ class Cassette:
         key is given or `HARNESS_CASSETTE_KEY` is set.
         """
         key = signing_key or signing_key_from_environment()
-        cassette = parse_cassette(path, raw)
-        if allow_tampered:
-            return cassette
-        problems = list(find_tampering(cassette, key))
+        with _collector_paused():
+            cassette = parse_cassette(path, raw)
+            if allow_tampered:
+                return cassette
+            problems = list(find_tampering(cassette, key))
         if problems:
             raise CassetteTamperedError(
                 f"cassette {path} failed verification: {problems[0]}"
@@ -502,10 +504,18 @@ def parse_cassette(path: Path, raw: bytes) -> Cassette:
     decides. The garbage collector is paused meanwhile: a cassette is many small containers,
     none of them cyclic, and collecting during the build costs more than the parse.
     """
+    with _collector_paused():
+        return _parse(path, raw)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a cassette is built: it is many small
+    containers, none of them cyclic, and collecting during the build costs more than the parse."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse(path, raw)
+        yield
     finally:
         if collecting:
             gc.enable()
