@@ -13,17 +13,17 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args, overload
 
 import pytest
 
 if TYPE_CHECKING:
-    import httpx
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from harness.cassettes import CassetteTransport, RecordMode
+    from harness.cassettes import CassetteTransport, HttpxCassetteTransport, RecordMode
+    from harness.http_clients import AnySyncTransport
     from harness.llm.gateway import LlmGateway
-    from harness.llm.script import ScriptedReply, ScriptTransport
+    from harness.llm.script import HttpxScriptTransport, ScriptedReply, ScriptTransport
     from harness.scenarios.run import Cell, RunOptions
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
@@ -34,26 +34,69 @@ _RUN_OPTIONS = pytest.StashKey["RunOptions"]()
 _REGISTERED_TAGS = pytest.StashKey[set[str]]()
 
 
-class CassetteFactory(Protocol):
-    """`harness_cassette(path=None, /, **transport_options)`: see the fixture."""
+HttpLibraryName = Literal["httpx2", "httpx"]
+HTTP_LIBRARY_NAMES: tuple[HttpLibraryName, ...] = ("httpx2", "httpx")
 
+
+class CassetteFactory(Protocol):
+    """`harness_cassette(path=None, /, *, library="httpx2", **transport_options)`: see the
+    fixture."""
+
+    @overload
     def __call__(
-        self, path: str | os.PathLike[str] | None = None, /, **transport_options: Any
+        self,
+        path: str | os.PathLike[str] | None = None,
+        /,
+        *,
+        library: Literal["httpx2"] = "httpx2",
+        **transport_options: Any,
     ) -> CassetteTransport: ...
+    @overload
+    def __call__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        /,
+        *,
+        library: Literal["httpx"],
+        **transport_options: Any,
+    ) -> HttpxCassetteTransport: ...
 
 
 class ScriptFactory(Protocol):
-    """`harness_script(provider, replies)`: see the fixture."""
+    """`harness_script(provider, replies, *, library="httpx2")`: see the fixture."""
 
+    @overload
     def __call__(
-        self, provider: str, replies: Iterable[ScriptedReply | Mapping[str, Any]]
+        self,
+        provider: str,
+        replies: Iterable[ScriptedReply | Mapping[str, Any]],
+        *,
+        library: Literal["httpx2"] = "httpx2",
     ) -> ScriptTransport: ...
+    @overload
+    def __call__(
+        self,
+        provider: str,
+        replies: Iterable[ScriptedReply | Mapping[str, Any]],
+        *,
+        library: Literal["httpx"],
+    ) -> HttpxScriptTransport: ...
 
 
 class GatewayFactory(Protocol):
     """`harness_gateway(provider, transport)`: see the fixture."""
 
-    def __call__(self, provider: str, transport: httpx.BaseTransport) -> LlmGateway: ...
+    def __call__(self, provider: str, transport: AnySyncTransport) -> LlmGateway: ...
+
+
+def _checked_library(name: object) -> HttpLibraryName:
+    for allowed in HTTP_LIBRARY_NAMES:
+        if name == allowed:
+            return allowed
+    raise pytest.UsageError(
+        f"expected library= one of {', '.join(HTTP_LIBRARY_NAMES)} but got library={name!r} "
+        f"(type={type(name).__name__}): httpx2 for the official SDKs, httpx for httpx 0.28 code"
+    )
 
 
 # -- options and configuration ----------------------------------------------------------------------
@@ -308,10 +351,12 @@ def harness_cassette(
     """Open `CassetteTransport`s in the session's record mode, closed (saved, checked) at teardown.
 
     A relative `path` is relative to the test file's folder; without one, the path of the
-    `harness_cassette(path)` marker is used. `transport_options` go to `CassetteTransport`
-    (`inner`, `strict`, `volatile`, ..., even `mode` to pin one test's mode).
+    `harness_cassette(path)` marker is used. The transport is an `httpx2` one, what the official
+    SDKs' clients take; `library="httpx"` gives the same transport typed as an `httpx` 0.28 one
+    (`HttpxCassetteTransport`). `transport_options` go to `CassetteTransport` (`inner`, `strict`,
+    `volatile`, ..., even `mode` to pin one test's mode).
     """
-    from harness.cassettes import CassetteTransport
+    from harness.cassettes import CassetteTransport, HttpxCassetteTransport
 
     folder = request.path.parent
     marker = request.node.get_closest_marker(CASSETTE_MARKER)
@@ -324,8 +369,17 @@ def harness_cassette(
     with ExitStack() as opened:
 
         def open_cassette(
-            path: str | os.PathLike[str] | None = None, /, **transport_options: Any
+            path: str | os.PathLike[str] | None = None,
+            /,
+            *,
+            library: HttpLibraryName = "httpx2",
+            **transport_options: Any,
         ) -> CassetteTransport:
+            kind = (
+                HttpxCassetteTransport
+                if _checked_library(library) == "httpx"
+                else CassetteTransport
+            )
             if path is None:
                 if marked is None:
                     raise pytest.UsageError(
@@ -334,27 +388,35 @@ def harness_cassette(
                     )
                 path = marked
             options = {"mode": harness_record_mode, **transport_options}
-            transport = CassetteTransport(folder / path, **options)
+            transport = kind(folder / path, **options)
             opened.callback(transport.close)
             return transport
 
-        yield open_cassette
+        yield cast(CassetteFactory, open_cassette)
 
 
 @pytest.fixture
 def harness_script() -> ScriptFactory:
-    """Build `ScriptTransport`s: `provider`'s wire answers from replies (dicts or `ScriptedReply`)."""
+    """Build `ScriptTransport`s: `provider`'s wire answers from replies (dicts or `ScriptedReply`).
+
+    An `httpx2` transport, what the official SDKs' clients take; `library="httpx"` gives the same
+    transport typed as an `httpx` 0.28 one (`HttpxScriptTransport`).
+    """
     from harness.llm.gateway import parse_provider
-    from harness.llm.script import ScriptedReply, ScriptTransport
+    from harness.llm.script import HttpxScriptTransport, ScriptedReply, ScriptTransport
 
     def script(
-        provider: str, replies: Iterable[ScriptedReply | Mapping[str, Any]]
+        provider: str,
+        replies: Iterable[ScriptedReply | Mapping[str, Any]],
+        *,
+        library: HttpLibraryName = "httpx2",
     ) -> ScriptTransport:
-        return ScriptTransport(
+        kind = HttpxScriptTransport if _checked_library(library) == "httpx" else ScriptTransport
+        return kind(
             parse_provider(provider), [ScriptedReply.model_validate(reply) for reply in replies]
         )
 
-    return script
+    return cast(ScriptFactory, script)
 
 
 @pytest.fixture
@@ -364,7 +426,7 @@ def harness_gateway() -> Iterator[GatewayFactory]:
 
     with ExitStack() as opened:
 
-        def gateway(provider: str, transport: httpx.BaseTransport) -> LlmGateway:
+        def gateway(provider: str, transport: AnySyncTransport) -> LlmGateway:
             built = LlmGateway(GatewayConfig.from_environment(provider), transport=transport)
             opened.callback(built.close)
             return built

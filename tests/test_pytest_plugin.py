@@ -223,6 +223,48 @@ def test_a_wrong_option_value_is_a_usage_error_listing_the_allowed_ones(
     result.stderr.fnmatch_lines([message])
 
 
+LIBRARY_TESTS = """
+import httpx
+import httpx2
+import pytest
+
+from harness.cassettes import HttpxCassetteTransport
+from harness.llm.script import HttpxScriptTransport
+
+BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+URL = "https://api.openai.com/v1/chat/completions"
+
+
+def test_httpx2_by_default(harness_script, harness_cassette):
+    inner = harness_script("openai", [{"text": "It is Paris."}])
+    with httpx2.Client(transport=harness_cassette("cassettes/c2.json", inner=inner)) as client:
+        assert client.post(URL, json=BODY).json()["choices"][0]["message"]["content"] == "It is Paris."
+
+
+def test_httpx_on_request(harness_script, harness_cassette):
+    inner = harness_script("openai", [{"text": "It is Rome."}], library="httpx")
+    assert isinstance(inner, HttpxScriptTransport)
+    transport = harness_cassette("cassettes/c1.json", inner=inner, library="httpx")
+    assert isinstance(transport, HttpxCassetteTransport)
+    with httpx.Client(transport=transport) as client:
+        assert client.post(URL, json=BODY).json()["choices"][0]["message"]["content"] == "It is Rome."
+
+
+def test_an_unknown_library(harness_script):
+    harness_script("openai", [{"text": "x"}], library="requests")
+"""
+
+
+def test_fixtures_give_the_transport_of_the_clients_library(project: pytest.Pytester) -> None:
+    project.makepyfile(test_libraries=LIBRARY_TESTS)
+    result = project.runpytest("--harness-record-mode=once")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*expected library= one of httpx2, httpx but got library='requests'*"]
+    )
+    project.runpytest("-k", "not unknown").assert_outcomes(passed=2)
+
+
 def test_fixtures_script_record_and_replay(project: pytest.Pytester) -> None:
     project.makepyfile(test_gateway=GATEWAY_TESTS)
     project.runpytest("--harness-record-mode=once").assert_outcomes(passed=3)

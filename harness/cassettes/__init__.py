@@ -1,5 +1,5 @@
 """Request-hashed cassettes: canonical keys, O(1) replay, record modes, miss diagnosis,
-scrubbing and tamper evidence, through an injected httpx transport."""
+scrubbing and tamper evidence, through an injected `httpx2` (or `httpx`) transport."""
 
 from harness.cassettes.cassette import (
     FORMAT,
@@ -13,7 +13,7 @@ from harness.cassettes.cassette import (
 from harness.cassettes.key import DEFAULT_VOLATILE_FIELDS, KEYED_HEADERS, canonical_request_key
 from harness.cassettes.scrub import PLACEHOLDER, Scrubber
 from harness.cassettes.sse import SseEvent
-from harness.cassettes.transport import CassetteTransport, RecordMode
+from harness.cassettes.transport import CassetteTransport, HttpxCassetteTransport, RecordMode
 from harness.errors import (
     CassetteError,
     CassetteFormatError,
@@ -39,6 +39,7 @@ __all__ = [
     "CassetteTransport",
     "CassetteUnplayedError",
     "CassetteWriteError",
+    "HttpxCassetteTransport",
     "Interaction",
     "RecordMode",
     "RecordModeError",

@@ -11,12 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
 from harness.cassettes.cassette import RecordedRequest, RecordedResponse
 from harness.cassettes.key import canonical_request_key, parse_json_body
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.sse import parse_sse
+from harness.http_clients import AnyRequest
 
 DROPPED_RESPONSE_HEADERS: Final = frozenset(
     {
@@ -42,7 +41,11 @@ DROPPED_RESPONSE_HEADER_PREFIXES: Final = ("x-ratelimit-", "anthropic-ratelimit-
 """Response headers not written: lengths and encodings (bodies are stored decoded) and values
 that change on every call, which would make re-recording unchanged traffic rewrite the file."""
 
-DROPPED_REQUEST_HEADERS: Final = frozenset({"content-length", "host", "connection"})
+DROPPED_REQUEST_HEADERS: Final = frozenset({"content-length", "host", "connection", "user-agent"})
+DROPPED_REQUEST_HEADER_PREFIXES: Final = ("x-stainless-",)
+"""Request headers not written: framing, and the client's own name and versions (`user-agent`,
+the official SDKs' `x-stainless-*`), so upgrading httpx or an SDK does not rewrite a cassette
+whose traffic is unchanged. None of them is part of the request key."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class Recorder:
     volatile: tuple[str, ...] = ()
     provider: str | None = None
 
-    def key_for(self, request: httpx.Request) -> str:
+    def key_for(self, request: AnyRequest) -> str:
         """The canonical key of an httpx request (its body must have been read)."""
         return canonical_request_key(
             request.method,
@@ -69,7 +72,7 @@ class Recorder:
             provider=self.provider,
         )
 
-    def scrubber_for(self, request: httpx.Request) -> Scrubber:
+    def scrubber_for(self, request: AnyRequest) -> Scrubber:
         """The scrubber for one interaction: `scrubber` plus the exact credential values this
         request sent and the environment's secrets, read now (`Scrubber.for_request`)."""
         return self.scrubber.for_request(
@@ -79,13 +82,14 @@ class Recorder:
             request.headers.get("content-type", ""),
         )
 
-    def record_request(self, request: httpx.Request) -> RecordedRequest:
+    def record_request(self, request: AnyRequest) -> RecordedRequest:
         """The request as it will be written: scrubbed, body parsed when JSON."""
         scrubber = self.scrubber_for(request)
         headers = [
             (name, value)
             for name, value in request.headers.multi_items()
             if name.lower() not in DROPPED_REQUEST_HEADERS
+            and not name.lower().startswith(DROPPED_REQUEST_HEADER_PREFIXES)
         ]
         content_type = request.headers.get("content-type", "")
         return RecordedRequest(
@@ -98,7 +102,7 @@ class Recorder:
 
     def record_response(
         self,
-        request: httpx.Request,
+        request: AnyRequest,
         status: int,
         headers: Iterable[tuple[str, str]],
         content: bytes,

@@ -1,6 +1,7 @@
 """`CassetteTransport`: an httpx transport that replays and records LLM traffic.
 
-Plug it into any `httpx.Client` or `httpx.AsyncClient` (`transport=...`); nothing is patched.
+Plug it into any `httpx2` client (the official SDKs' stack) or `httpx` 0.28 client, sync or async
+(`transport=...`); nothing is patched.
 Each request is canonicalised into its key (`canonical_request_key`) and answered by the next
 unplayed interaction recorded under that key, first in first out, so lookup cost does not grow
 with the cassette and requests may arrive in any order as long as each key's own order holds.
@@ -21,8 +22,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
+from typing import Any, Self, overload
 
 import httpx
+import httpx2
 
 from harness.cassettes.cassette import Cassette, Interaction, cassette_exists
 from harness.cassettes.diff import explain_miss
@@ -31,6 +34,19 @@ from harness.cassettes.record import Recorder
 from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import current_run_id, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
+from harness.http_clients import (
+    ASYNC_STREAMS,
+    LIBRARIES,
+    SYNC_STREAMS,
+    AnyRequest,
+    AnyResponse,
+    AnyTransport,
+    ChunkStream,
+    DualByteStream,
+    HttpLibrary,
+    describe_transport,
+    library_of,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -56,11 +72,16 @@ class RecordMode(StrEnum):
             ) from None
 
 
-class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """Replay (and in a record mode, record) httpx traffic through one cassette file.
+class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
+    """Replay (and in a record mode, record) HTTP traffic through one cassette file.
 
-    `inner` is the transport that reaches the network when recording; it defaults to
-    `httpx.HTTPTransport()` / `httpx.AsyncHTTPTransport()` and is never used in mode `none`.
+    A native `httpx2` transport, sync and async, for the official SDKs' clients
+    (`httpx2.Client(transport=...)`, `openai.DefaultHttpxClient(transport=...)`); it answers an
+    `httpx` 0.28 client's requests too, with that library's responses (`HttpxCassetteTransport` is
+    the same transport typed as an `httpx` one). `inner` is the transport that reaches the network
+    when recording: an httpx2 or httpx transport, sync or async, of the library and kind of the
+    client that sends through it; by default that library's `HTTPTransport()` /
+    `AsyncHTTPTransport()`. It is never used in mode `none`.
     Recorded interactions are scrubbed and written on `close()` (the client closes its
     transport), atomically and under a file lock, merged with what other processes wrote.
 
@@ -72,7 +93,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self,
         path: str | os.PathLike[str],
         mode: str | RecordMode = RecordMode.NONE,
-        inner: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        inner: AnyTransport | None = None,
         *,
         allow_repeats: bool = False,
         strict: bool = False,
@@ -85,7 +106,16 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.path = Path(path)
         self.run_id = run_id or current_run_id()
         self.mode = RecordMode.parse(mode)
+        if inner is not None and not any(
+            library.owns_transport(inner, asynchronous=kind)
+            for library in LIBRARIES
+            for kind in (False, True)
+        ):
+            raise RecordModeError(
+                f"expected an httpx2 or httpx transport as inner but got {describe_transport(inner)}"
+            )
         self.inner = inner
+        self._networks: dict[tuple[str, bool], AnyTransport] = {}
         self.allow_repeats = allow_repeats
         self.strict = strict
         for pointer in volatile:
@@ -122,7 +152,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     # -- replay ---------------------------------------------------------------------------------
 
-    def key_for(self, request: httpx.Request) -> str:
+    def key_for(self, request: AnyRequest) -> str:
         """The canonical key of an httpx request (its body must have been read).
 
         A request whose method, path, query, keyed headers and body bytes are identical to a
@@ -144,15 +174,15 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 return self._last_played.get(key, recorded[0] if recorded else None)
             return None
 
-    def _replay(self, index: int) -> httpx.Response:
+    def _replay(self, index: int, library: HttpLibrary) -> AnyResponse:
         parts = self._parts.get(index)
         if parts is None:
             parts = self.cassette.replay_parts(index)
             self._parts[index] = parts
         status, headers, chunks = parts
-        return httpx.Response(status, headers=headers, stream=ReplayStream(chunks))
+        return library.response(status, headers=headers, stream=ChunkStream(chunks))
 
-    def _miss(self, request: httpx.Request, key: str) -> Exception:
+    def _miss(self, request: AnyRequest, key: str) -> Exception:
         return explain_miss(
             cassette=self.cassette,
             method=request.method,
@@ -165,58 +195,86 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             headers=request.headers.multi_items(),
         )
 
-    def _answer(self, request: httpx.Request) -> tuple[httpx.Response | None, str]:
+    def _answer(self, request: AnyRequest, library: HttpLibrary) -> tuple[AnyResponse | None, str]:
         """The replayed response and the key; None when the request must be recorded."""
         key = self.key_for(request)
         index = self._take(key)
         if index is not None:
-            return self._replay(index), key
+            return self._replay(index, library), key
         if not self.recording:
             raise self._miss(request, key)
         return None, key
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        request.read()
-        replayed, key = self._answer(request)
-        if replayed is not None:
-            return replayed
+    def _network(self, library: HttpLibrary, *, asynchronous: bool) -> Any:
+        """The transport a miss is recorded through: `inner`, which must be of the client's
+        library and kind, or that library's network transport."""
         if self.inner is None:
-            self.inner = httpx.HTTPTransport()
-        if not isinstance(self.inner, httpx.BaseTransport):
-            raise RecordModeError("a sync client needs a sync inner transport to record")
-        return self._recording_response(request, key, self.inner.handle_request(request))
+            network = self._networks.get((library.name, asynchronous))
+            if network is None:
+                network = library.network_transport(asynchronous=asynchronous)
+                self._networks[(library.name, asynchronous)] = network
+            return network
+        if not library.owns_transport(self.inner, asynchronous=asynchronous):
+            kind = "async" if asynchronous else "sync"
+            raise RecordModeError(
+                f"an {library.name} {kind} client sent this request, so recording needs an "
+                f"{library.name} {kind} transport as inner, but inner is "
+                f"{describe_transport(self.inner)}; pass {library.name}."
+                f"{'AsyncHTTPTransport' if asynchronous else 'HTTPTransport'}() or leave inner unset"
+            )
+        return self.inner
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        await request.aread()
-        replayed, key = self._answer(request)
+    @overload
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response: ...
+    @overload
+    def handle_request(self, request: httpx.Request) -> httpx.Response: ...
+    def handle_request(self, request: AnyRequest) -> AnyResponse:
+        library = library_of(request)
+        request.read()
+        replayed, key = self._answer(request, library)
         if replayed is not None:
             return replayed
-        if self.inner is None:
-            self.inner = httpx.AsyncHTTPTransport()
-        if not isinstance(self.inner, httpx.AsyncBaseTransport):
-            raise RecordModeError("an async client needs an async inner transport to record")
-        response = await self.inner.handle_async_request(request)
-        return self._recording_response(request, key, response)
+        response = self._network(library, asynchronous=False).handle_request(request)
+        return self._recording_response(request, key, response, library)
+
+    @overload
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response: ...
+    @overload
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response: ...
+    async def handle_async_request(self, request: AnyRequest) -> AnyResponse:
+        library = library_of(request)
+        await request.aread()
+        replayed, key = self._answer(request, library)
+        if replayed is not None:
+            return replayed
+        response = await self._network(library, asynchronous=True).handle_async_request(request)
+        return self._recording_response(request, key, response, library)
 
     # -- record ---------------------------------------------------------------------------------
 
     def _recording_response(
-        self, request: httpx.Request, key: str, response: httpx.Response
-    ) -> httpx.Response:
+        self, request: AnyRequest, key: str, response: AnyResponse, library: HttpLibrary
+    ) -> AnyResponse:
         def commit(raw: bytes) -> None:
-            self._record(request, key, response, raw)
+            self._record(request, key, response, raw, library)
 
-        return httpx.Response(
+        return library.response(
             response.status_code,
-            headers=response.headers,
+            headers=response.headers.raw,
             stream=RecordingStream(response, commit),
-            extensions=response.extensions,
+            extensions=dict(response.extensions),
         )
 
     def _record(
-        self, request: httpx.Request, key: str, response: httpx.Response, raw: bytes
+        self,
+        request: AnyRequest,
+        key: str,
+        response: AnyResponse,
+        raw: bytes,
+        library: HttpLibrary,
     ) -> None:
-        decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
+        # the body as the client reads it: content-encoding removed by the library itself
+        decoded = library.response(response.status_code, headers=response.headers.raw, content=raw)
         recorded_request = self.recorder.record_request(request)
         recorded_response = self.recorder.record_response(
             request, response.status_code, response.headers.multi_items(), decoded.content
@@ -273,8 +331,9 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._closed = True
         if self.recording:
             self.save()
-        if isinstance(self.inner, httpx.BaseTransport):
-            self.inner.close()
+        for network in self._inner_transports():
+            if any(library.owns_transport(network, asynchronous=False) for library in LIBRARIES):
+                network.close()  # type: ignore[union-attr]  # a sync transport, checked above
         self._check_unplayed()
 
     async def aclose(self) -> None:
@@ -283,9 +342,13 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._closed = True
         if self.recording:
             self.save()
-        if isinstance(self.inner, httpx.AsyncBaseTransport):
-            await self.inner.aclose()
+        for network in self._inner_transports():
+            if any(library.owns_transport(network, asynchronous=True) for library in LIBRARIES):
+                await network.aclose()  # type: ignore[union-attr]  # an async one, checked above
         self._check_unplayed()
+
+    def _inner_transports(self) -> list[AnyTransport]:
+        return [*([self.inner] if self.inner is not None else []), *self._networks.values()]
 
     def _check_unplayed(self) -> None:
         with self._lock:
@@ -306,7 +369,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             raise CassetteUnplayedError(message)
         _log.info("%s", message)
 
-    def __enter__(self) -> CassetteTransport:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -323,28 +386,14 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 self.save()
 
 
-class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A recorded body delivered chunk by chunk: one chunk per SSE event."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._chunks:
-            yield chunk
-
-
-class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+class RecordingStream(DualByteStream):
     """Pass the live body through to the client, chunk by chunk, and record it once complete.
 
     If the client stops reading early, closing the stream reads the rest, so what is recorded is
     always the whole response.
     """
 
-    def __init__(self, response: httpx.Response, commit: Callable[[bytes], None]) -> None:
+    def __init__(self, response: AnyResponse, commit: Callable[[bytes], None]) -> None:
         self._stream = response.stream
         self._commit = commit
         self._buffer: list[bytes] = []
@@ -353,7 +402,7 @@ class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self._committed = False
 
     def __iter__(self) -> Iterator[bytes]:
-        if not isinstance(self._stream, httpx.SyncByteStream):
+        if not isinstance(self._stream, SYNC_STREAMS):
             raise RecordModeError("a sync client needs a sync inner transport to record")
         self._sync = iter(self._stream)
         for chunk in self._sync:
@@ -362,7 +411,7 @@ class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self._finish()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if not isinstance(self._stream, httpx.AsyncByteStream):
+        if not isinstance(self._stream, ASYNC_STREAMS):
             raise RecordModeError("an async client needs an async inner transport to record")
         self._async = aiter(self._stream)
         async for chunk in self._async:
@@ -376,26 +425,26 @@ class RecordingStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             self._commit(b"".join(self._buffer))
 
     def close(self) -> None:
-        if not self._committed and isinstance(self._stream, httpx.SyncByteStream):
+        if not self._committed and isinstance(self._stream, SYNC_STREAMS):
             # The client stopped early: read the rest from where it stopped.
             self._buffer.extend(self._sync if self._sync is not None else self._stream)
             self._finish()
-        if isinstance(self._stream, httpx.SyncByteStream):
+        if isinstance(self._stream, SYNC_STREAMS):
             self._stream.close()
 
     async def aclose(self) -> None:
-        if not self._committed and isinstance(self._stream, httpx.AsyncByteStream):
+        if not self._committed and isinstance(self._stream, ASYNC_STREAMS):
             remaining = self._async if self._async is not None else aiter(self._stream)
             self._buffer.extend([chunk async for chunk in remaining])
             self._finish()
-        if isinstance(self._stream, httpx.AsyncByteStream):
+        if isinstance(self._stream, ASYNC_STREAMS):
             await self._stream.aclose()
 
 
 _FastSignature = tuple[str, str, str, tuple[tuple[str, str], ...], bytes]
 
 
-def _fast_signature(request: httpx.Request) -> _FastSignature:
+def _fast_signature(request: AnyRequest) -> _FastSignature:
     return (
         request.method,
         request.url.path,
@@ -424,3 +473,10 @@ def _fast_index(cassette: Cassette) -> dict[_FastSignature, str]:
         )
         index.setdefault(signature, interaction.key)
     return index
+
+
+class HttpxCassetteTransport(CassetteTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """`CassetteTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
+    `httpx.Client(transport=...)`. It behaves exactly the same (either library's clients work);
+    use `CassetteTransport` with the official SDKs: `anthropic.DefaultHttpxClient` refuses any
+    transport that is an `httpx` class."""

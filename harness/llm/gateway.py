@@ -12,13 +12,24 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, Protocol, cast
 
 import httpx
+import httpx2
 from httpx_sse import EventSource
 
 from harness.cassettes.scrub import redact
 from harness.errors import AgentDecisionCallException, HarnessError
+from harness.http_clients import (
+    HTTP_ERRORS,
+    HTTPX,
+    HTTPX2,
+    TIMEOUT_ERRORS,
+    AnyResponse,
+    AnySyncTransport,
+    HttpLibrary,
+    describe_transport,
+)
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import PROVIDERS, Provider, check_request
 from harness.llm.models import LlmRequest, LlmResponse
@@ -99,6 +110,17 @@ def parse_provider(value: str) -> Provider:
     )
 
 
+def _library_for(transport: object) -> HttpLibrary:
+    if transport is None or HTTPX2.owns_transport(transport, asynchronous=False):
+        return HTTPX2
+    if HTTPX.owns_transport(transport, asynchronous=False):
+        return HTTPX
+    raise GatewayConfigError(
+        f"expected an httpx2 or httpx sync transport but got {describe_transport(transport)}; the "
+        "gateway makes blocking calls"
+    )
+
+
 class Completer(Protocol):
     """Anything that answers a neutral request with a neutral response (the gateway, a fake)."""
 
@@ -106,17 +128,18 @@ class Completer(Protocol):
 
 
 class LlmGateway:
-    """One provider behind one httpx client; `complete` makes exactly one HTTP request."""
+    """One provider behind one HTTP client; `complete` makes exactly one HTTP request.
 
-    def __init__(
-        self,
-        config: GatewayConfig,
-        *,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
+    The client is an `httpx2` one, the official SDKs' stack, unless `transport` is an `httpx` 0.28
+    transport (a `respx` mock, say), which gets an `httpx` client. A transport that is neither, or
+    async only, is a `GatewayConfigError` naming what was passed.
+    """
+
+    def __init__(self, config: GatewayConfig, *, transport: AnySyncTransport | None = None) -> None:
         self.config = config
         self.adapter = adapter_for(config.provider)
-        self._client = httpx.Client(
+        library = _library_for(transport)
+        self._client: httpx2.Client | httpx.Client = library.module.Client(
             base_url=config.base_url,
             transport=transport,
             timeout=config.timeout_seconds,
@@ -169,16 +192,18 @@ class LlmGateway:
                     if not response.is_success:
                         response.read()
                         raise self._error(response)
-                    return self.adapter.parse_stream(EventSource(response).iter_sse())
+                    # httpx-sse reads either library's response (the same API)
+                    events = EventSource(cast(httpx.Response, response)).iter_sse()
+                    return self.adapter.parse_stream(events)
             response = self._client.post(path, content=body)
-        except httpx.TimeoutException:
+        except TIMEOUT_ERRORS:
             raise AgentDecisionCallException(
                 f"{self.config.provider} call timed out after {self.config.timeout_seconds:g}s",
                 status=None,
                 error_type="timeout",
                 provider=self.config.provider,
             ) from None
-        except httpx.HTTPError as error:
+        except HTTP_ERRORS as error:
             # transport failures, and bodies httpx cannot decode (a corrupt gzip, too many
             # redirects): the gateway failed either way
             raise AgentDecisionCallException(
@@ -207,7 +232,7 @@ class LlmGateway:
             response_model = response_model.model_copy(update={"metadata": metadata})
         return response_model
 
-    def _error(self, response: httpx.Response) -> AgentDecisionCallException:
+    def _error(self, response: AnyResponse) -> AgentDecisionCallException:
         try:
             payload = response.json()
         except ValueError:

@@ -1,23 +1,26 @@
 """Scripted model replies, served as real provider wire responses.
 
 A script is a list of replies (`ScriptedReply`): text, text cut off by the token limit, tool
-calls (optionally with text), or a provider error. `ScriptTransport` is an httpx transport that
-answers each request with the next reply rendered by the provider adapter (a plain JSON body, or
-an SSE stream when the request asked to stream), so a scripted run parses the same bytes a
-recorded cassette would. It is not a second code path.
+calls (optionally with text), or a provider error. `ScriptTransport` is an `httpx2` transport
+(answering `httpx` 0.28 clients too; `HttpxScriptTransport` is typed as one) that answers each
+request with the next reply rendered by the provider adapter (a plain JSON body, or an SSE stream
+when the request asked to stream), so a scripted run parses the same bytes a recorded cassette
+would. It is not a second code path.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
-from typing import Final
+from typing import Final, overload
 
 import httpx
+import httpx2
 from pydantic import Field, JsonValue, NonNegativeInt, model_validator
 
+from harness.cassettes.key import detect_provider
 from harness.errors import HarnessError
+from harness.http_clients import AnyRequest, AnyResponse, ChunkStream, library_of
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import Provider
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
@@ -31,6 +34,12 @@ class ScriptExhausted(HarnessError, AssertionError):
     """The code under test made more model calls than the script has replies."""
 
     code = "script_exhausted"
+
+
+class ScriptProviderMismatch(HarnessError, AssertionError):
+    """The code under test called one provider's API with a script built for the other."""
+
+    code = "script_provider_mismatch"
 
 
 class ScriptedToolCall(WireModel):
@@ -105,8 +114,13 @@ class ScriptedReply(WireModel):
         )
 
 
-class ScriptTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """Answer requests with scripted replies rendered in `provider`'s wire format, in order."""
+class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
+    """Answer requests with scripted replies rendered in `provider`'s wire format, in order.
+
+    `requests` keeps every request received (of the client's own library). A request for the
+    other provider's API (a Messages call to an OpenAI script) is a `ScriptProviderMismatch`
+    naming both, not a reply the client cannot parse.
+    """
 
     def __init__(
         self, provider: Provider, replies: list[ScriptedReply], *, start: NonNegativeInt = 0
@@ -115,18 +129,34 @@ class ScriptTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.adapter = adapter_for(provider)
         self.replies = list(replies)
         self.position = start
-        self.requests: list[httpx.Request] = []
+        self.requests: list[AnyRequest] = []
         self._lock = threading.Lock()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    @overload
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response: ...
+    @overload
+    def handle_request(self, request: httpx.Request) -> httpx.Response: ...
+    def handle_request(self, request: AnyRequest) -> AnyResponse:
         request.read()
         return self._answer(request)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    @overload
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response: ...
+    @overload
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response: ...
+    async def handle_async_request(self, request: AnyRequest) -> AnyResponse:
         await request.aread()
         return self._answer(request)
 
-    def _answer(self, request: httpx.Request) -> httpx.Response:
+    def _answer(self, request: AnyRequest) -> AnyResponse:
+        library = library_of(request)
+        spoken = detect_provider(request.url.path)
+        if spoken is not None and spoken != self.provider:
+            raise ScriptProviderMismatch(
+                f"the script renders {self.provider} replies but the code under test called the "
+                f"{spoken} API ({request.method} {request.url.path}); build the script for "
+                f"{spoken}, or point the client at the {self.provider} API"
+            )
         with self._lock:
             self.requests.append(request)
             position = self.position
@@ -145,35 +175,33 @@ class ScriptTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 error = self.adapter.render_error(
                     reply.error.status, reply.error.type, reply.error.message
                 )
-            return httpx.Response(reply.error.status, json=error)
+            return library.response(
+                reply.error.status,
+                headers=[("content-type", "application/json")],
+                content=json.dumps(error).encode("utf-8"),
+            )
         response = reply.to_response(position)
         response_id = f"scripted-{position + 1}"
         if self.provider == "anthropic" and not body.get("stream"):
             response = _anthropic_plain(response)
         if body.get("stream"):
             events = self.adapter.render_stream(response, model=model, response_id=response_id)
-            return httpx.Response(
+            return library.response(
                 200,
-                headers={"content-type": "text/event-stream"},
-                stream=_EventStream([event.encode("utf-8") for event in events]),
+                headers=[("content-type", "text/event-stream")],
+                stream=ChunkStream([event.encode("utf-8") for event in events]),
             )
-        return httpx.Response(
-            200, json=self.adapter.render_response(response, model=model, response_id=response_id)
+        rendered = self.adapter.render_response(response, model=model, response_id=response_id)
+        return library.response(
+            200,
+            headers=[("content-type", "application/json")],
+            content=json.dumps(rendered).encode("utf-8"),
         )
 
 
-class _EventStream(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """One chunk per SSE event, as a provider delivers them."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._chunks:
-            yield chunk
+class HttpxScriptTransport(ScriptTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """`ScriptTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
+    `httpx.Client(transport=...)`; it behaves exactly the same."""
 
 
 def _anthropic_plain(response: LlmResponse) -> LlmResponse:

@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import JsonValue, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -136,7 +135,7 @@ def approval_policy(spec: AgentSpec) -> ApprovalPolicy:
 
 def transport(
     scenario: Scenario, folder: Path, mode: RecordMode, *, strict: bool
-) -> httpx.BaseTransport:
+) -> ScriptTransport | CassetteTransport:
     """The model's replies: a script rendered by the adapter, or a cassette."""
     if scenario.script is not None:
         return ScriptTransport(scenario.provider, list(scenario.script))

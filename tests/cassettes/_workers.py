@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from harness.cassettes import CassetteTransport
 from harness.cassettes.cassette import (
@@ -24,12 +24,12 @@ from harness.cassettes.cassette import (
 def record_many(path: str, worker: int, count: int, mode: str) -> None:
     """Record `count` distinct requests plus one request every worker sends identically."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
-        return httpx.Response(200, json={"worker": worker, "echo": body})
+        return httpx2.Response(200, json={"worker": worker, "echo": body})
 
-    transport = CassetteTransport(path, mode=mode, inner=httpx.MockTransport(handler))
-    with httpx.Client(transport=transport, base_url="https://api.openai.com") as client:
+    transport = CassetteTransport(path, mode=mode, inner=httpx2.MockTransport(handler))
+    with httpx2.Client(transport=transport, base_url="https://api.openai.com") as client:
         for index in range(count):
             client.post("/v1/chat/completions", json={"worker": worker, "index": index})
         client.post("/v1/chat/completions", json={"shared": True})

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 OPENAI = "https://api.openai.com"
@@ -19,10 +19,10 @@ CHAT = "/v1/chat/completions"
 class ScriptedProvider:
     """Answers every request with a numbered JSON reply (or SSE when `stream` is true)."""
 
-    calls: list[httpx.Request] = field(default_factory=list)
+    calls: list[httpx2.Request] = field(default_factory=list)
     sse_events: int = 3
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
         self.calls.append(request)
         body = json.loads(request.content) if request.content else {}
         if body.get("stream"):
@@ -30,15 +30,15 @@ class ScriptedProvider:
                 f"data: {json.dumps({'n': len(self.calls), 'part': part})}\n\n"
                 for part in range(self.sse_events)
             )
-            return httpx.Response(
+            return httpx2.Response(
                 200,
                 headers={"content-type": "text/event-stream"},
                 content=text + "data: [DONE]\n\n",
             )
-        return httpx.Response(200, json={"n": len(self.calls), "echo": body})
+        return httpx2.Response(200, json={"n": len(self.calls), "echo": body})
 
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handler)
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self.handler)
 
 
 @pytest.fixture
@@ -55,11 +55,11 @@ def chat(content: str, **extra: Any) -> dict[str, Any]:
     return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}], **extra}
 
 
-class NoNetwork(httpx.BaseTransport):
+class NoNetwork(httpx2.BaseTransport):
     """An inner transport that fails the test if anything tries to reach the network."""
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         raise AssertionError(f"network reached in replay: {request.method} {request.url}")
 
 
-Post = Callable[..., httpx.Response]
+Post = Callable[..., httpx2.Response]

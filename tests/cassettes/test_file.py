@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -27,7 +27,7 @@ def record(path: Path, bodies: list[dict[str, Any]], mode: str = "all") -> None:
     transport = CassetteTransport(
         path, mode=mode, inner=provider.transport(), run_id=uuid.uuid4().hex
     )
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         for body in bodies:
             client.post(CHAT, json=body)
 
@@ -127,7 +127,7 @@ def test_a_hand_edited_response_is_refused_by_name(cassette_path: Path) -> None:
     loaded = Cassette.load(cassette_path, allow_tampered=True)
     assert loaded.interactions[1].response.body == {"n": 99, "echo": chat("b")}
     transport = CassetteTransport(cassette_path, allow_tampered=True)
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         assert client.post(CHAT, json=chat("b")).json()["n"] == 99
 
 
@@ -216,15 +216,15 @@ def test_cli_show_stats_and_diff(tmp_path: Path) -> None:
 def test_integers_beyond_64_bits_survive_exactly(cassette_path: Path) -> None:
     huge = 123456789012345678901234567890
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={"huge": huge, "negative": -(2**70)})
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"huge": huge, "negative": -(2**70)})
 
-    transport = CassetteTransport(cassette_path, mode="all", inner=httpx.MockTransport(handler))
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    transport = CassetteTransport(cassette_path, mode="all", inner=httpx2.MockTransport(handler))
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a", seed=2**65))
     loaded = Cassette.load(cassette_path)
     assert loaded.interactions[0].response.body == {"huge": huge, "negative": -(2**70)}
-    with httpx.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
+    with httpx2.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
         assert client.post(CHAT, json=chat("a", seed=2**65)).json()["huge"] == huge
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from harness.cassettes import Cassette, CassetteFormatError, CassetteTransport
@@ -171,7 +171,7 @@ def test_the_deepest_allowed_body_loads_and_replays(tmp_path: Path) -> None:
     cassette = Cassette.load(path)
     assert cassette.interactions[0].response.body == nested(MAX_BODY_DEPTH)
     transport = CassetteTransport(path)
-    with httpx.Client(transport=transport, base_url=BASE_URL) as client:
+    with httpx2.Client(transport=transport, base_url=BASE_URL) as client:
         assert client.post("/v1/x").json() == nested(MAX_BODY_DEPTH)
 
 
@@ -443,7 +443,7 @@ def test_integers_past_64_bits_verify_load_and_replay_exactly(recorded: Path) ->
         "huge": 2**70,
     }
     assert cassette.interactions[1].request.body == {"model": "m", "stream": True, "seed": 2**65}
-    with httpx.Client(transport=CassetteTransport(recorded), base_url=BASE_URL) as client:
+    with httpx2.Client(transport=CassetteTransport(recorded), base_url=BASE_URL) as client:
         first, *_ = send_every_shape(client)
     assert first.json()["huge"] == 2**70
 
@@ -458,7 +458,7 @@ def test_a_valid_edit_of_a_huge_integer_is_still_tampering(recorded: Path) -> No
 
 
 def test_every_stored_shape_replays_with_its_headers(recorded: Path) -> None:
-    with httpx.Client(transport=CassetteTransport(recorded), base_url=BASE_URL) as client:
+    with httpx2.Client(transport=CassetteTransport(recorded), base_url=BASE_URL) as client:
         chat, stream, text, binary, empty = send_every_shape(client)
     assert chat.headers["x-served-by"] == "café"  # recorded from the wire, sent back as UTF-8
     assert stream.text.startswith(": keep-alive\n\nevent: delta\nid: 1\nretry: 3000\n")

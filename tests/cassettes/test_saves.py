@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from harness.cassettes import (
@@ -40,7 +40,7 @@ def test_saving_twice_then_closing_writes_each_interaction_once(
     cassette_path: Path, mode: str
 ) -> None:
     recorder = transport(cassette_path, mode)
-    client = httpx.Client(transport=recorder, base_url=OPENAI)
+    client = httpx2.Client(transport=recorder, base_url=OPENAI)
     client.post(CHAT, json=chat("a"))
     recorder.save()
     recorder.save()
@@ -56,7 +56,7 @@ def test_a_repeated_request_recorded_across_saves_counts_its_occurrences(
     cassette_path: Path,
 ) -> None:
     recorder = transport(cassette_path, "new_episodes")
-    with httpx.Client(transport=recorder, base_url=OPENAI) as client:
+    with httpx2.Client(transport=recorder, base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a"))
         recorder.save()
         client.post(CHAT, json=chat("a"))
@@ -69,23 +69,23 @@ def test_a_repeated_request_recorded_across_saves_counts_its_occurrences(
 
 
 def test_mode_all_replaces_once_per_run_then_merges(cassette_path: Path) -> None:
-    with httpx.Client(transport=transport(cassette_path, "all"), base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport(cassette_path, "all"), base_url=OPENAI) as client:
         client.post(CHAT, json=chat("old"))
     first = transport(cassette_path, "all", run_id="run-2")
     second = transport(cassette_path, "all", run_id="run-2")
-    with httpx.Client(transport=first, base_url=OPENAI) as client:
+    with httpx2.Client(transport=first, base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a"))
         first.save()
         assert bodies(cassette_path) == [chat("a")], "the first save of a run replaces the file"
         client.post(CHAT, json=chat("b"))
         first.save()
-    with httpx.Client(transport=second, base_url=OPENAI) as client:
+    with httpx2.Client(transport=second, base_url=OPENAI) as client:
         client.post(CHAT, json=chat("c"))
     assert bodies(cassette_path) == [chat("a"), chat("b"), chat("c")]
 
 
 def test_mode_all_with_no_traffic_empties_the_cassette_once(cassette_path: Path) -> None:
-    with httpx.Client(transport=transport(cassette_path, "all"), base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport(cassette_path, "all"), base_url=OPENAI) as client:
         client.post(CHAT, json=chat("old"))
     idle = transport(cassette_path, "all")
     idle.save()
@@ -111,7 +111,7 @@ def test_a_save_removes_temporary_files_a_killed_save_left(cassette_path: Path) 
     ]
     for other in others:
         other.write_bytes(b"")
-    with httpx.Client(transport=transport(cassette_path, "once"), base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport(cassette_path, "once"), base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a"))
     assert not stale.exists()
     assert temporaries(cassette_path.parent) == sorted(other.name for other in others)
@@ -175,10 +175,10 @@ def umask_022() -> Iterator[None]:
 def test_a_save_keeps_the_permission_bits_of_an_existing_cassette(
     cassette_path: Path, mode: int
 ) -> None:
-    with httpx.Client(transport=transport(cassette_path, "all"), base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport(cassette_path, "all"), base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a"))
     cassette_path.chmod(mode)
-    with httpx.Client(
+    with httpx2.Client(
         transport=transport(cassette_path, "new_episodes"), base_url=OPENAI
     ) as client:
         client.post(CHAT, json=chat("b"))
@@ -188,7 +188,7 @@ def test_a_save_keeps_the_permission_bits_of_an_existing_cassette(
 
 @pytest.mark.usefixtures("umask_022")
 def test_a_new_cassette_gets_the_mode_the_umask_gives(cassette_path: Path) -> None:
-    with httpx.Client(transport=transport(cassette_path, "once"), base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport(cassette_path, "once"), base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a"))
     assert stat.S_IMODE(cassette_path.stat().st_mode) == 0o644
     assert json.loads(cassette_path.read_text())["interactions"]

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
-import httpx
+import httpx2
 import pytest
-from httpx_sse import EventSource
 
 from harness.cassettes import (
     PLACEHOLDER,
@@ -74,12 +73,12 @@ class Provider:
     def last_request(self) -> ReceivedRequest:
         return self.fake.received[-1]
 
-    def record(self, path: Path, reply: Reply, **request: Any) -> httpx.Response:
+    def record(self, path: Path, reply: Reply, **request: Any) -> httpx2.Response:
         """Send one request through a recording transport; the provider answers `reply`."""
         self.script = lambda received: reply
         # Its own run: under xdist, saves of one run in mode `all` merge instead of replacing.
         transport = CassetteTransport(path, mode="all", run_id=uuid.uuid4().hex)
-        with httpx.Client(transport=transport, base_url=self.fake.base_url) as client:
+        with httpx2.Client(transport=transport, base_url=self.fake.base_url) as client:
             response = client.request("POST", CHAT, **request)
             response.read()
         return response
@@ -93,9 +92,9 @@ def provider() -> Iterator[Provider]:
         yield holder[0]
 
 
-def replay(path: Path, **request: Any) -> httpx.Response:
+def replay(path: Path, **request: Any) -> httpx2.Response:
     """Send one request to a replay-only transport (a miss raises `CassetteMiss`)."""
-    with httpx.Client(
+    with httpx2.Client(
         transport=CassetteTransport(path, inner=NoNetwork()), base_url="https://api.openai.com"
     ) as client:
         response = client.request("POST", CHAT, **request)
@@ -274,11 +273,11 @@ POSITIONS = [
 ]  # fmt: skip
 
 
-def client_view(response: httpx.Response) -> str:
+def client_view(response: httpx2.Response) -> str:
     """Everything a client can see of a replayed response, streamed deltas joined in order."""
     seen = [response.text, *(f"{name}: {value}" for name, value in response.headers.items())]
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        events = list(EventSource(response).iter_sse())
+        events = list(httpx2.EventSource(response))
         seen.append("".join(delta_text(event.data) for event in events))
         seen.append("".join(event.id for event in events))
         seen.append("".join(event.event for event in events))
@@ -292,7 +291,7 @@ def delta_text(data: str) -> str:
         return data
 
 
-def traffic_shows(canary: str, received: ReceivedRequest, live: httpx.Response) -> bool:
+def traffic_shows(canary: str, received: ReceivedRequest, live: httpx2.Response) -> bool:
     """Whether the canary really travelled (so the assertions below can fail)."""
     seen = [received.path, *received.headers.values(), client_view(live)]
     text = "\n".join(seen).encode() + received.body
@@ -386,7 +385,7 @@ def test_known_shapes_in_every_position_never_reach_the_file(
         "metadata": {"aws": AWS_KEY, "auth": f"bearer {CANARY}", "password": CANARY},
     }
     provider.script = canary_reply
-    with httpx.Client(
+    with httpx2.Client(
         transport=CassetteTransport(path, mode="all"), base_url=provider.fake.base_url
     ) as client:
         live = client.post(
@@ -433,7 +432,7 @@ def test_a_re_recorded_cassette_keeps_the_live_key_and_still_replays(
     provider.record(path, Reply(body={"n": 1}), **request)
     provider.script = lambda received: Reply(body={"n": 2})
     transport = CassetteTransport(path, mode=mode, run_id=uuid.uuid4().hex)
-    with httpx.Client(transport=transport, base_url=provider.fake.base_url) as client:
+    with httpx2.Client(transport=transport, base_url=provider.fake.base_url) as client:
         client.post(CHAT, **request)
     stored = Cassette.load(path).interactions
     live_key = canonical_request_key("POST", f"{CHAT}?code={secret}", {}, json.dumps(body).encode())

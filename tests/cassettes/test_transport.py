@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from harness.cassettes import (
@@ -31,13 +31,13 @@ def record(
     transport = CassetteTransport(
         path, mode=mode, inner=provider.transport(), run_id=uuid.uuid4().hex
     )
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         return [client.post(CHAT, json=body).json() for body in bodies]
 
 
 def replay(path: Path, bodies: list[dict[str, Any]], **options: Any) -> list[Any]:
     transport = CassetteTransport(path, inner=NoNetwork(), **options)
-    with httpx.Client(transport=transport, base_url="http://127.0.0.1:9") as client:
+    with httpx2.Client(transport=transport, base_url="http://127.0.0.1:9") as client:
         return [client.post(CHAT, json=body).json() for body in bodies]
 
 
@@ -62,7 +62,7 @@ def test_mode_none_never_reaches_the_network(
     monkeypatch.setattr(socket, "create_connection", refuse)
     transport = CassetteTransport(cassette_path)  # default inner would be the real network
     assert transport.mode is RecordMode.NONE
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         assert client.post(CHAT, json=chat("a")).json()["n"] == 1
         with pytest.raises(CassetteMiss):
             client.post(CHAT, json=chat("not recorded"))
@@ -140,11 +140,11 @@ def test_unplayed_interactions_are_reported_and_strict_fails(
 ) -> None:
     record(cassette_path, provider, [chat("a"), chat("b")])
     transport = CassetteTransport(cassette_path)
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         client.post(CHAT, json=chat("a"))
         assert [i.request.body for i in transport.unplayed] == [chat("b")]
     strict = CassetteTransport(cassette_path, strict=True)
-    client = httpx.Client(transport=strict, base_url=OPENAI)
+    client = httpx2.Client(transport=strict, base_url=OPENAI)
     client.post(CHAT, json=chat("a"))
     with pytest.raises(CassetteUnplayedError, match=r"1 recorded interaction\(s\) were never"):
         client.close()
@@ -154,14 +154,14 @@ def test_streams_replay_incrementally_with_their_event_boundaries(
     cassette_path: Path, provider: ScriptedProvider
 ) -> None:
     transport = CassetteTransport(cassette_path, mode="once", inner=provider.transport())
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
             live = b"".join(response.iter_bytes())
     stored = Cassette.load(cassette_path).interactions[0].response
     assert stored.events is not None
     assert [e.data for e in stored.events][-1] == "[DONE]"
     assert len(stored.events) == 4
-    with httpx.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
+    with httpx2.Client(transport=CassetteTransport(cassette_path), base_url=OPENAI) as client:
         with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
             chunks = list(response.iter_raw())
     assert len(chunks) == 4
@@ -172,13 +172,13 @@ def test_streams_replay_incrementally_with_their_event_boundaries(
 def test_async_clients_record_and_replay(cassette_path: Path, provider: ScriptedProvider) -> None:
     async def scenario() -> tuple[list[int], list[int], list[bytes]]:
         inner = provider.transport()
-        async with httpx.AsyncClient(
+        async with httpx2.AsyncClient(
             transport=CassetteTransport(cassette_path, mode="all", inner=inner), base_url=OPENAI
         ) as client:
             first = [(await client.post(CHAT, json=chat(x))).json()["n"] for x in "ab"]
             async with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
                 await response.aread()
-        async with httpx.AsyncClient(
+        async with httpx2.AsyncClient(
             transport=CassetteTransport(cassette_path), base_url=OPENAI
         ) as client:
             second = [(await client.post(CHAT, json=chat(x))).json()["n"] for x in "ab"]
@@ -195,7 +195,7 @@ def test_a_client_that_stops_reading_early_still_records_the_whole_stream(
     cassette_path: Path, provider: ScriptedProvider
 ) -> None:
     transport = CassetteTransport(cassette_path, mode="once", inner=provider.transport())
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         with client.stream("POST", CHAT, json=chat("s", stream=True)) as response:
             next(response.iter_raw())
     events = Cassette.load(cassette_path).interactions[0].response.events
@@ -238,7 +238,7 @@ def test_a_miss_with_no_same_path_request_lists_what_was_recorded(
 ) -> None:
     record(cassette_path, provider, [chat("a")])
     transport = CassetteTransport(cassette_path)
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         with pytest.raises(CassetteMiss, match="recorded: POST /v1/chat/completions"):
             client.post("/v1/messages", json=chat("a"))
 
@@ -252,11 +252,11 @@ def test_a_miss_never_prints_a_credential_and_never_counts_one_as_a_difference(
     transport = CassetteTransport(
         cassette_path, mode="once", inner=provider.transport(), run_id=uuid.uuid4().hex
     )
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         client.post(f"{CHAT}?key=sk-proj-RECORDEDKEY00000000000000", json=chat("a", api_key="x"))
     live = chat(f"my key is {SECRET}", api_key=SECRET)
     transport = CassetteTransport(cassette_path, inner=NoNetwork())
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         with pytest.raises(CassetteMiss) as caught:
             client.post(f"{CHAT}?key={SECRET}", json=live)
     message = str(caught.value)
@@ -284,29 +284,29 @@ def test_all_replaces_a_corrupt_or_tampered_cassette_instead_of_failing_after_th
 def test_a_lone_surrogate_in_a_json_body_records_and_replays(cassette_path: Path) -> None:
     content = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"cut \\ud83d"}]}'
 
-    def echo(request: httpx.Request) -> httpx.Response:  # JS's JSON.stringify sends these
-        return httpx.Response(200, content=b'{"echo":' + request.content + b"}")
+    def echo(request: httpx2.Request) -> httpx2.Response:  # JS's JSON.stringify sends these
+        return httpx2.Response(200, content=b'{"echo":' + request.content + b"}")
 
     transport = CassetteTransport(
-        cassette_path, mode="once", inner=httpx.MockTransport(echo), run_id=uuid.uuid4().hex
+        cassette_path, mode="once", inner=httpx2.MockTransport(echo), run_id=uuid.uuid4().hex
     )
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         recorded = client.post(CHAT, content=content).json()
     assert recorded["echo"]["messages"][0]["content"] == "cut \ud83d"
     assert Cassette.load(cassette_path).interactions[0].request.body == json.loads(content)
     transport = CassetteTransport(cassette_path, inner=NoNetwork())
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         assert client.post(CHAT, content=content).json() == recorded
 
 
 def test_secrets_in_binary_bodies_are_scrubbed_too(cassette_path: Path) -> None:
-    def binary(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=b"\xff\xfe" + SECRET.encode() + b"\x00\x81")
+    def binary(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=b"\xff\xfe" + SECRET.encode() + b"\x00\x81")
 
     transport = CassetteTransport(
-        cassette_path, mode="once", inner=httpx.MockTransport(binary), run_id=uuid.uuid4().hex
+        cassette_path, mode="once", inner=httpx2.MockTransport(binary), run_id=uuid.uuid4().hex
     )
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         client.post("/v1/files", content=b"\xff" + SECRET.encode())
     stored = json.loads(cassette_path.read_text())["interactions"][0]
     for side in ("request", "response"):

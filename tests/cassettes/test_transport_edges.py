@@ -5,25 +5,25 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
-from harness.cassettes import Cassette, CassetteMiss, CassetteTransport, RecordModeError
+from harness.cassettes import Cassette, CassetteMiss, CassetteTransport
 from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
 
 
 def test_text_binary_and_empty_bodies_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "bodies.json"
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         if request.url.path == "/text":
-            return httpx.Response(200, text="plain words")
+            return httpx2.Response(200, text="plain words")
         if request.url.path == "/binary":
-            return httpx.Response(200, content=b"\x00\xff\x10")
-        return httpx.Response(204)
+            return httpx2.Response(200, content=b"\x00\xff\x10")
+        return httpx2.Response(204)
 
-    transport = CassetteTransport(path, mode="once", inner=httpx.MockTransport(handler))
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
+    transport = CassetteTransport(path, mode="once", inner=httpx2.MockTransport(handler))
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         client.post("/text", content=b"form=1")
         client.post("/binary", content=b"\xff\xfe")
         client.get("/empty")
@@ -34,57 +34,22 @@ def test_text_binary_and_empty_bodies_round_trip(tmp_path: Path) -> None:
     assert stored[1].request.body_base64 == "//4="
     assert stored[1].response.body_base64 == "AP8Q"
     assert stored[2].response.chunks() == []
-    with httpx.Client(transport=CassetteTransport(path), base_url=OPENAI) as client:
+    with httpx2.Client(transport=CassetteTransport(path), base_url=OPENAI) as client:
         assert client.post("/text", content=b"form=1").text == "plain words"
         assert client.post("/binary", content=b"\xff\xfe").content == b"\x00\xff\x10"
         assert client.get("/empty").status_code == 204
 
 
-def test_a_sync_client_needs_a_sync_inner_transport(tmp_path: Path) -> None:
-    class AsyncOnly(httpx.AsyncBaseTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            return httpx.Response(200)
-
-    transport = CassetteTransport(tmp_path / "c.json", mode="all", inner=AsyncOnly())
-    with httpx.Client(transport=transport, base_url=OPENAI) as client:
-        with pytest.raises(RecordModeError, match="sync inner transport"):
-            client.post(CHAT, json=chat("a"))
-
-
-def test_an_async_client_needs_an_async_inner_transport(tmp_path: Path) -> None:
-    provider = ScriptedProvider()
-
-    async def scenario() -> None:
-        transport = CassetteTransport(tmp_path / "c.json", mode="all", inner=provider.transport())
-        async with httpx.AsyncClient(transport=transport, base_url=OPENAI) as client:
-            await client.post(CHAT, json=chat("a"))
-
-    # MockTransport is both sync and async, so this records; a sync-only inner would not.
-    asyncio.run(scenario())
-
-    class SyncOnly(httpx.BaseTransport):
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            return httpx.Response(200)
-
-    async def refused() -> None:
-        transport = CassetteTransport(tmp_path / "d.json", mode="all", inner=SyncOnly())
-        async with httpx.AsyncClient(transport=transport, base_url=OPENAI) as client:
-            await client.post(CHAT, json=chat("a"))
-
-    with pytest.raises(RecordModeError, match="async inner transport"):
-        asyncio.run(refused())
-
-
 def test_async_misses_are_explained(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     provider = ScriptedProvider()
-    with httpx.Client(
+    with httpx2.Client(
         transport=CassetteTransport(path, mode="once", inner=provider.transport()), base_url=OPENAI
     ) as client:
         client.post(CHAT, json=chat("a"))
 
     async def scenario() -> None:
-        async with httpx.AsyncClient(transport=CassetteTransport(path), base_url=OPENAI) as client:
+        async with httpx2.AsyncClient(transport=CassetteTransport(path), base_url=OPENAI) as client:
             await client.post(CHAT, json=chat("b"))
 
     with pytest.raises(CassetteMiss, match=r'\$\.messages\[0\]\.content: "a" -> "b"'):
@@ -97,7 +62,7 @@ def test_the_transport_is_a_context_manager_that_saves_even_on_error(tmp_path: P
 
     def record_then_fail() -> None:
         with CassetteTransport(path, mode="all", inner=provider.transport()) as transport:
-            client = httpx.Client(transport=transport, base_url=OPENAI)
+            client = httpx2.Client(transport=transport, base_url=OPENAI)
             client.post(CHAT, json=chat("a"))
             raise RuntimeError("boom")
 
@@ -105,7 +70,7 @@ def test_the_transport_is_a_context_manager_that_saves_even_on_error(tmp_path: P
         record_then_fail()
     assert len(Cassette.load(path).interactions) == 1
     with CassetteTransport(path) as transport:
-        client = httpx.Client(transport=transport, base_url=OPENAI)
+        client = httpx2.Client(transport=transport, base_url=OPENAI)
         assert client.post(CHAT, json=chat("a")).json()["n"] == 1
     transport.close()  # closing twice is harmless
 
@@ -119,11 +84,11 @@ def test_a_body_json_cannot_hold_is_recorded_as_text_and_replays(
     tmp_path: Path, body: bytes
 ) -> None:
     path = tmp_path / "c.json"
-    inner = httpx.MockTransport(lambda request: httpx.Response(200, content=request.content))
-    with httpx.Client(transport=CassetteTransport(path, mode="once", inner=inner)) as client:
+    inner = httpx2.MockTransport(lambda request: httpx2.Response(200, content=request.content))
+    with httpx2.Client(transport=CassetteTransport(path, mode="once", inner=inner)) as client:
         assert client.post(f"{OPENAI}{CHAT}", content=body).content == body
     (interaction,) = Cassette.load(path).interactions
     assert interaction.request.body_text == body.decode()
     assert interaction.response.body_text == body.decode()
-    with httpx.Client(transport=CassetteTransport(path)) as client:
+    with httpx2.Client(transport=CassetteTransport(path)) as client:
         assert client.post(f"{OPENAI}{CHAT}", content=body).content == body

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 import yaml
 from httpx_sse import EventSource
@@ -86,8 +87,8 @@ def request_body(request: dict[str, Any]) -> bytes:
     return json.dumps(body).encode("utf-8")
 
 
-def original_request(request: dict[str, Any]) -> httpx.Request:
-    return httpx.Request(
+def original_request(request: dict[str, Any]) -> httpx2.Request:
+    return httpx2.Request(
         request["method"],
         request["uri"],
         headers=header_pairs(request.get("headers") or {}),
@@ -108,7 +109,7 @@ def sse_events(content: bytes) -> list[tuple[str, str, str, int | None]]:
     return [(e.event, e.data, e.id, e.retry) for e in EventSource(response).iter_sse()]
 
 
-def replay(client: httpx.Client, request: httpx.Request) -> tuple[httpx.Response, list[bytes]]:
+def replay(client: httpx2.Client, request: httpx2.Request) -> tuple[httpx2.Response, list[bytes]]:
     response = client.send(request, stream=True)
     try:
         chunks = list(response.iter_raw())
@@ -118,7 +119,7 @@ def replay(client: httpx.Client, request: httpx.Request) -> tuple[httpx.Response
 
 
 def assert_same_answer(
-    expected: dict[str, Any], response: httpx.Response, chunks: list[bytes], where: str
+    expected: dict[str, Any], response: httpx2.Response, chunks: list[bytes], where: str
 ) -> None:
     assert response.status_code == expected["status"]["code"], where
     content = b"".join(chunks)
@@ -186,7 +187,7 @@ def test_every_corpus_interaction_replays_from_its_imported_cassette(
             assert "content-length" not in stored
 
     # strict: closing fails if any imported interaction was never asked for
-    with httpx.Client(transport=CassetteTransport(output, strict=True)) as client:
+    with httpx2.Client(transport=CassetteTransport(output, strict=True)) as client:
         for index, interaction in enumerate(recorded):
             response, chunks = replay(client, original_request(interaction["request"]))
             assert_same_answer(interaction["response"], response, chunks, f"interaction #{index}")
@@ -296,7 +297,7 @@ def test_every_body_form_is_keyed_like_the_request_the_client_sent(tmp_path: Pat
     assert "content-encoding" not in document["interactions"][2]["response"]["headers"]
     assert len(document["interactions"][4]["response"]["events"]) == 4
 
-    with httpx.Client(transport=CassetteTransport(output, strict=True)) as client:
+    with httpx2.Client(transport=CassetteTransport(output, strict=True)) as client:
         for index, form in enumerate(forms):
             response, chunks = replay(client, original_request(form["request"]))
             expected = dict(form["response"])
@@ -326,7 +327,7 @@ def test_identical_requests_keep_their_answers_in_order(tmp_path: Path) -> None:
     keys = {stored["key"] for stored in document["interactions"]}
     assert len(keys) == 1
     assert [stored["occurrence"] for stored in document["interactions"]] == [1, 2]
-    with httpx.Client(transport=CassetteTransport(tmp_path / "twice.json")) as client:
+    with httpx2.Client(transport=CassetteTransport(tmp_path / "twice.json")) as client:
         turns = [
             json.loads(b"".join(replay(client, original_request(request))[1]))["turn"]
             for _ in answers

@@ -22,7 +22,7 @@ from vcr.matchers import requests_match  # type: ignore[import-untyped]
 from vcr.persisters.filesystem import CassetteNotFoundError  # type: ignore[import-untyped]
 from vcr.request import Request  # type: ignore[import-untyped]
 
-from harness.cassettes import CassetteFormatError, CassetteTransport
+from harness.cassettes import CassetteFormatError, HttpxCassetteTransport
 from harness.cassettes.vcr import (
     MATCH_ON,
     MATCHER_NAME,
@@ -173,7 +173,7 @@ def test_a_cassette_vcrpy_wrote_replays_through_our_transport_and_back(
     document = json.loads(path.read_text(encoding="utf-8"))
     assert [i["occurrence"] for i in document["interactions"]] == [1, 2, 1]
     assert len(document["interactions"][2]["response"]["events"]) == 3
-    with httpx.Client(transport=CassetteTransport(path, strict=True)) as client:
+    with httpx.Client(transport=HttpxCassetteTransport(path, strict=True)) as client:
         ours = [client.post(server.url + CHAT, content=body).json() for _ in range(2)]
         with client.stream("GET", server.url + "/events") as response:
             chunks = list(response.iter_raw())

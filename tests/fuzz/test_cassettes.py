@@ -17,7 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -77,7 +77,7 @@ def replays_or_refuses(path: Path) -> None:
         transport = CassetteTransport(path, allow_tampered=True)
     except HarnessError:
         return
-    with httpx.Client(transport=transport, base_url=BASE_URL) as client:
+    with httpx2.Client(transport=transport, base_url=BASE_URL) as client:
         try:
             for response in send_every_shape(client):
                 assert 100 <= response.status_code <= 599

@@ -19,6 +19,13 @@ from harness.llm.models import (
 )
 from harness.protocol.outcome import EndTurn, LimitReached, ToolUse
 
+
+def mocked() -> httpx.MockTransport:
+    """respx's routes as the gateway's transport: an httpx 0.28 one, so the gateway runs on an
+    httpx client (respx does not patch httpx2, the gateway's default)."""
+    return httpx.MockTransport(respx.mock.handler)
+
+
 KEY = "sk-proj-GATEWAYCANARY000000000000"
 BODY_CANARY = "confidential-envelope-7731"
 OPENAI = GatewayConfig(provider="openai", base_url="https://api.openai.test", api_key=KEY)
@@ -49,7 +56,7 @@ def test_openai_call_sends_exactly_the_rendered_request_once() -> None:
     route = respx.post("https://api.openai.test/v1/chat/completions").mock(
         return_value=httpx.Response(200, json=completion(content="hello"))
     )
-    with LlmGateway(OPENAI) as gateway:
+    with LlmGateway(OPENAI, transport=mocked()) as gateway:
         response = gateway.complete(REQUEST)
     assert route.call_count == 1
     sent = route.calls.last.request
@@ -82,7 +89,7 @@ def test_anthropic_call_uses_its_key_header_and_version() -> None:
             },
         )
     )
-    with LlmGateway(ANTHROPIC) as gateway:
+    with LlmGateway(ANTHROPIC, transport=mocked()) as gateway:
         response = gateway.complete(REQUEST.model_copy(update={"model": "claude-sonnet-4-5"}))
     sent = route.calls.last.request
     assert sent.headers["x-api-key"] == KEY
@@ -106,7 +113,10 @@ def test_non_2xx_answers_raise_typed_without_credentials_or_body(
     respx.post("https://api.openai.test/v1/chat/completions").mock(
         return_value=httpx.Response(status, json=payload)
     )
-    with LlmGateway(OPENAI) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(OPENAI, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(REQUEST)
     error = caught.value
     assert error.status == status
@@ -122,7 +132,10 @@ def test_a_non_json_success_body_is_a_call_failure() -> None:
     respx.post("https://api.openai.test/v1/chat/completions").mock(
         return_value=httpx.Response(200, text="<html>proxy</html>")
     )
-    with LlmGateway(OPENAI) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(OPENAI, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(REQUEST)
     assert caught.value.error_type == "invalid_response"
 
@@ -131,12 +144,18 @@ def test_a_non_json_success_body_is_a_call_failure() -> None:
 def test_timeouts_and_transport_failures_are_call_failures() -> None:
     route = respx.post("https://api.openai.test/v1/chat/completions")
     route.side_effect = httpx.ReadTimeout("slow")
-    with LlmGateway(OPENAI) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(OPENAI, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(REQUEST)
     assert caught.value.error_type == "timeout"
     assert caught.value.status is None
     route.side_effect = httpx.ConnectError("refused")
-    with LlmGateway(OPENAI) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(OPENAI, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(REQUEST)
     assert caught.value.error_type == "transport"
 
@@ -195,7 +214,7 @@ def test_streamed_replies_accumulate_text_and_tool_arguments() -> None:
         )
     )
     request = REQUEST.model_copy(update={"stream": True, "tools": (ToolDefinition(name="lookup"),)})
-    with LlmGateway(OPENAI) as gateway:
+    with LlmGateway(OPENAI, transport=mocked()) as gateway:
         response = gateway.complete(request)
     assert isinstance(response.stop, ToolUse)
     assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
@@ -209,7 +228,10 @@ def test_streamed_errors_are_call_failures() -> None:
     respx.post("https://api.openai.test/v1/chat/completions").mock(
         return_value=httpx.Response(503, json={"error": {"type": "overloaded"}})
     )
-    with LlmGateway(OPENAI) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(OPENAI, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(REQUEST.model_copy(update={"stream": True}))
     assert caught.value.status == 503
 
@@ -224,7 +246,7 @@ def test_anthropic_refuses_a_forced_tool_with_thinking_before_any_request() -> N
         tool_choice=NamedToolChoice(name="__finish__"),
         reasoning=ReasoningEffort(effort="low"),
     )
-    with LlmGateway(ANTHROPIC) as gateway, pytest.raises(ToolChoiceUnsupported):
+    with LlmGateway(ANTHROPIC, transport=mocked()) as gateway, pytest.raises(ToolChoiceUnsupported):
         gateway.complete(forced)
     assert route.call_count == 0
 
@@ -235,7 +257,7 @@ def test_retrieval_receipts_in_the_reply_reach_the_response_metadata() -> None:
     respx.post("https://api.openai.test/v1/chat/completions").mock(
         return_value=httpx.Response(200, json={**completion(content="ok"), "retrieval": receipts})
     )
-    with LlmGateway(OPENAI) as gateway:
+    with LlmGateway(OPENAI, transport=mocked()) as gateway:
         assert gateway.complete(REQUEST).metadata["retrieval"] == receipts
 
 

@@ -18,6 +18,13 @@ from harness.errors import AgentDecisionCallException
 from harness.llm.gateway import GatewayConfig, LlmGateway, parse_provider
 from harness.llm.models import LlmRequest, UserMessage
 
+
+def mocked() -> httpx.MockTransport:
+    """respx's routes as the gateway's transport: an httpx 0.28 one, so the gateway runs on an
+    httpx client (respx does not patch httpx2, the gateway's default)."""
+    return httpx.MockTransport(respx.mock.handler)
+
+
 KEY = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # Azure-style: 32 hex digits, no known shape
 GROQ_KEY = "gsk_" + "7c" * 20
 OPENAI_URL = "https://api.openai.test/v1/chat/completions"
@@ -80,7 +87,10 @@ def test_errors_never_quote_a_key(
     base_url = url.removesuffix("/v1/chat/completions").removesuffix("/v1/messages")
     config = GatewayConfig(provider=parse_provider(provider), base_url=base_url, api_key=KEY)
     request = REQUEST.model_copy(update={"stream": stream})
-    with LlmGateway(config) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(config, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(request)
     error = caught.value
     assert leak not in str(error)
@@ -93,7 +103,10 @@ def test_errors_never_quote_a_key(
 def test_redaction_keeps_the_rest_of_the_message_and_the_error_fields() -> None:
     respx.post(OPENAI_URL).mock(return_value=openai_error(f"Incorrect API key provided: {KEY}."))
     config = GatewayConfig(provider="openai", base_url="https://api.openai.test", api_key=KEY)
-    with LlmGateway(config) as gateway, pytest.raises(AgentDecisionCallException) as caught:
+    with (
+        LlmGateway(config, transport=mocked()) as gateway,
+        pytest.raises(AgentDecisionCallException) as caught,
+    ):
         gateway.complete(REQUEST)
     assert caught.value.status == 401
     assert caught.value.error_type == "invalid_request_error"

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -225,10 +225,10 @@ def record_one(tmp_path: Path, volatile: list[str]) -> str:
     transport = CassetteTransport(
         tmp_path / f"{len(list(tmp_path.iterdir()))}.json",
         mode="once",
-        inner=httpx.MockTransport(lambda request: httpx.Response(200, json={})),
+        inner=httpx2.MockTransport(lambda request: httpx2.Response(200, json={})),
         volatile=volatile,
     )
-    with httpx.Client(transport=transport) as client:
+    with httpx2.Client(transport=transport) as client:
         client.post(OPENAI_URL, json=BODY)
     return transport.recorded[0].key
 

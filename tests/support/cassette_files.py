@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from harness.cassettes import CassetteTransport
 
@@ -29,24 +29,24 @@ STREAM = (
 )
 
 
-def _answer(request: httpx.Request) -> httpx.Response:
+def _answer(request: httpx2.Request) -> httpx2.Response:
     if request.url.path == CHAT:
         body = json.loads(request.content)
         if body.get("stream"):
-            return httpx.Response(
+            return httpx2.Response(
                 200, headers={"content-type": "text/event-stream"}, content=STREAM.encode()
             )
-        return httpx.Response(
+        return httpx2.Response(
             200, headers=[(b"x-served-by", "café".encode())], json={"echo": body, "huge": 2**70}
         )
     if request.url.path == "/text":
-        return httpx.Response(201, text="plain words")
+        return httpx2.Response(201, text="plain words")
     if request.url.path == "/binary":
-        return httpx.Response(200, content=b"\x00\xff\x10")
-    return httpx.Response(204)
+        return httpx2.Response(200, content=b"\x00\xff\x10")
+    return httpx2.Response(204)
 
 
-def send_every_shape(client: httpx.Client) -> list[httpx.Response]:
+def send_every_shape(client: httpx2.Client) -> list[httpx2.Response]:
     """The requests `record_every_shape` records; sending them again replays every answer."""
     return [
         client.post(CHAT, json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
@@ -60,9 +60,9 @@ def send_every_shape(client: httpx.Client) -> list[httpx.Response]:
 def record_every_shape(path: Path) -> Path:
     """Record the interactions described in the module docstring into `path`; return `path`."""
     transport = CassetteTransport(
-        path, mode="all", inner=httpx.MockTransport(_answer), run_id=uuid.uuid4().hex
+        path, mode="all", inner=httpx2.MockTransport(_answer), run_id=uuid.uuid4().hex
     )
-    with httpx.Client(transport=transport, base_url=BASE_URL) as client:
+    with httpx2.Client(transport=transport, base_url=BASE_URL) as client:
         send_every_shape(client)
     return path
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import httpx2
 from pydantic import JsonValue
 
 from harness.agent.definition import AgentDefinition, AgentTool
@@ -153,7 +153,7 @@ def trigger_cassette(trigger: str, provider: str) -> Path:
     )
 
 
-def provider_gateway(provider: str, base_url: str, transport: httpx.BaseTransport) -> LlmGateway:
+def provider_gateway(provider: str, base_url: str, transport: httpx2.BaseTransport) -> LlmGateway:
     config = GatewayConfig(
         provider=parse_provider(provider), base_url=base_url, api_key="sk-test-recording-key"
     )
@@ -167,7 +167,7 @@ def scripted_provider(provider: str, replies: list[ScriptedReply]) -> Iterator[s
 
     def answer(request: ReceivedRequest) -> Reply:
         response = script.handle_request(
-            httpx.Request("POST", f"http://loopback{request.path}", content=request.body)
+            httpx2.Request("POST", f"http://loopback{request.path}", content=request.body)
         )
         content_type = response.headers.get("content-type", "")
         if "text/event-stream" in content_type:
