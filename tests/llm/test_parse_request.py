@@ -11,6 +11,7 @@ import json
 from typing import Any, Literal
 
 import httpx
+import httpx2
 import pytest
 from hypothesis import assume, given
 from pydantic import JsonValue
@@ -549,12 +550,13 @@ def test_what_the_openai_sdk_sends_parses() -> None:
     import openai as sdk
 
     transport = ScriptTransport("openai", [ScriptedReply(text="Paris.")])
+    # the SDK accepts ScriptTransport, an httpx transport, in a legacy httpx client
+    http_client: httpx2.Client = httpx.Client(transport=transport)  # type: ignore[assignment]
     with sdk.OpenAI(
         base_url="https://api.openai.com/v1",
         api_key="sk-test",
         max_retries=0,
-        # ScriptTransport is an httpx transport; the SDK takes a legacy httpx client at run time
-        http_client=httpx.Client(transport=transport),  # type: ignore[arg-type]
+        http_client=http_client,
     ) as client:
         client.chat.completions.create(
             model="gpt-4o-mini",
