@@ -18,7 +18,7 @@ from pydantic import JsonValue
 
 from harness.errors import IllegalArgumentException
 from harness.llm import anthropic, openai
-from harness.llm.adapters import FRAGMENT_WIRE, RequestFormatError, adapter_for
+from harness.llm.adapters import FRAGMENT_WIRE, RequestFormatError, RequestReader, adapter_for
 from harness.llm.models import (
     AssistantMessage,
     LlmRequest,
@@ -115,6 +115,7 @@ def test_openai_reads_every_field_of_a_chat_body() -> None:
         "tools": [
             {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}},
             {"type": "custom", "custom": {"name": "grammar"}},
+            {"type": "function", "function": {"name": "lookup"}},
         ],
         "tool_choice": "required",
         "max_completion_tokens": 300,
@@ -139,7 +140,10 @@ def test_openai_reads_every_field_of_a_chat_body() -> None:
             AssistantMessage(tool_calls=(LlmToolCall(id="c1", name="search", arguments='{"q":'),)),
             ToolResultMessage(tool_call_id="c1", name="search", content="Paris"),
         ),
-        tools=(ToolDefinition(name="search", parameters={"type": "object"}),),
+        tools=(
+            ToolDefinition(name="search", parameters={"type": "object"}),
+            ToolDefinition(name="lookup", parameters={"type": "object", "properties": {}}),
+        ),
         tool_choice="required",
         max_tokens=300,
         temperature=1.0,
@@ -155,6 +159,7 @@ def test_openai_reads_a_responses_body() -> None:
         "model": "gpt-5",
         "instructions": "Be brief.",
         "input": [
+            {"role": "developer", "content": "Answer in English."},
             {"role": "user", "content": [{"type": "input_text", "text": "Capital of France?"}]},
             {"type": "reasoning", "id": "rs_1", "summary": []},
             {
@@ -190,7 +195,7 @@ def test_openai_reads_a_responses_body() -> None:
         "store": False,
     }
     parsed = openai.parse_request(body)
-    assert parsed.system_text() == "Be brief."
+    assert parsed.system_text() == "Be brief.\n\nAnswer in English."
     assert parsed.messages == (
         UserMessage(content="Capital of France?"),
         AssistantMessage(
@@ -378,6 +383,12 @@ MESSAGES: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 10, "mes
         ("openai", {**CHAT, "messages": [{"role": "user"}]}, "`messages[0].content` should be"),
         (
             "openai",
+            {**CHAT, "messages": [{"role": 3}]},
+            "`messages[0].role` should be one of system, developer, user, assistant, tool but is "
+            "a number",
+        ),
+        (
+            "openai",
             {**CHAT, "messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]},
             "`messages[0].content[0].text` should be a string but is a number",
         ),
@@ -421,6 +432,11 @@ MESSAGES: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 10, "mes
             "`response_format.json_schema.schema` should be an object but is null",
         ),
         ("openai", {"model": "m", "input": 3}, "`input` should be an array but is a number"),
+        (
+            "openai",
+            {"model": "m", "input": [{"role": "system"}]},
+            "`input[0].content` should be a string or an array of parts but is null",
+        ),
         (
             "openai",
             {"model": "m", "input": [{"type": "function_call", "name": "f"}]},
@@ -572,3 +588,13 @@ def test_what_the_openai_sdk_sends_parses() -> None:
     assert request.system_text() == "Be brief."
     assert request.tool_choice == NamedToolChoice(name="final_answer")
     assert request.max_tokens == 50
+
+
+def test_a_value_the_neutral_model_refuses_is_named_without_the_value() -> None:
+    reader = RequestReader("openai", "OpenAI")
+    with pytest.raises(RequestFormatError) as raised:
+        reader.build(ToolDefinition, "tools[0]", name="", description=CANARY)
+    assert str(raised.value) == (
+        "OpenAI request is not in the provider's format: `tools[0]` cannot be read "
+        "(name: String should have at least 1 character)"
+    )
