@@ -15,6 +15,12 @@ def test_my_agent(run):
 Messages name codes, counts, phases and field names; they never echo model output or workflow
 state, so they are as safe to log as the harness's own errors.
 
+**An agent of your own.** `AgentCall` records what any agent did through a `ScriptTransport` (the
+requests it sent, read back with the provider adapter's `parse_request`, and what it returned or
+raised), and the `agent_call_*` invariants check it with no knowledge of how the agent is built:
+an agent on the official `openai` SDK with its own output tool and retry loop is checked like the
+harness's own.
+
 **Provider errors on work calls.** A provider error (non-2xx) on a *work* call fails the run at
 once with `framework_llm_call_failed`, which is not one of the five completion codes: it is not a
 completion failure. `run_ends_validly` accepts it only when the last request the run sent was a
@@ -27,10 +33,11 @@ import json
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.agent.definition import FINISH_TOOL, AgentDefinition
 from harness.agent.loop import LLM_CALL_FAILED
@@ -41,13 +48,13 @@ from harness.agent.prompt import (
     MEMORY_METADATA_KEY,
     OBSOLETE_NUDGE_PREFIX,
     work_fragments,
-    work_tools,
 )
 from harness.agent.result import RunResult
 from harness.agent.state import PERSISTENCE_POINTS, RunState
 from harness.cassettes.key import canonical_request_key
 from harness.cassettes.transport import CassetteTransport
 from harness.errors import HarnessError, IllegalArgumentException
+from harness.llm.adapters import RequestFormatError, adapter_for
 from harness.llm.gateway import Completer, GatewayConfig, LlmGateway
 from harness.llm.models import (
     FRAGMENT_BASE,
@@ -59,7 +66,7 @@ from harness.llm.models import (
     ToolResultMessage,
     UserMessage,
 )
-from harness.llm.script import ScriptedReply, ScriptTransport
+from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
 from harness.modules.completion import (
     FINAL_ANSWER_OUTCOME,
     INPUT_FINAL_ANSWER,
@@ -84,10 +91,16 @@ from harness.runtimes.base import Fault
 from harness.runtimes.run import FaultNotReached, run_agent
 
 __all__ = [
+    "BARE_ERRORS",
     "COMPLETION_CODES",
     "DECISION_OUTCOMES",
     "PROFILE_DIFFERENCES",
+    "AgentCall",
     "MakeCompleter",
+    "agent_call_bounded",
+    "agent_call_budget_respected",
+    "agent_call_ends_validly",
+    "agent_call_forced_requests_minimal",
     "chunk_sequence_valid",
     "completion_module_contract",
     "crash_resume_equivalent",
@@ -222,19 +235,20 @@ def _memory_injected(request: LlmRequest) -> bool:
     )
 
 
-def forced_requests_are_minimal(result: RunResult) -> None:
-    """Every forced request offers exactly `__finish__` with the named tool choice, disables
-    reasoning, sends only the `base` fragment (no skills, workspace), carries no memory message,
-    ends with the `[completion]` message whose metadata names the trigger, attempt and budget, and
-    never contains the obsolete `[SYSTEM] You must call` nudge."""
+def forced_requests_are_minimal(result: RunResult, *, output_tool: str = FINISH_TOOL) -> None:
+    """Every forced request offers exactly the output tool (`output_tool`, the harness's
+    `__finish__` by default) with the named tool choice, disables reasoning, sends only the `base`
+    fragment (no skills, workspace), carries no memory message, ends with the `[completion]`
+    message whose metadata names the trigger, attempt and budget, and never contains the obsolete
+    `[SYSTEM] You must call` nudge."""
     forced = result.state.forced_completion
     for index, sent in enumerate(result.sent("forced"), start=1):
         request = sent.request
         where = f"forced request #{index} (attempt {sent.attempt})"
-        if request.tool_names() != (FINISH_TOOL,):
-            _fail(f"{where} offers tools {list(request.tool_names())}; expected only {FINISH_TOOL}")
-        if request.tool_choice != NamedToolChoice(name=FINISH_TOOL):
-            _fail(f"{where} has tool_choice={request.tool_choice!r}; expected {FINISH_TOOL} named")
+        if request.tool_names() != (output_tool,):
+            _fail(f"{where} offers tools {list(request.tool_names())}; expected only {output_tool}")
+        if request.tool_choice != NamedToolChoice(name=output_tool):
+            _fail(f"{where} has tool_choice={request.tool_choice!r}; expected {output_tool} named")
         if request.reasoning != ReasoningDisabled():
             _fail(f"{where} has reasoning={request.reasoning!r}; expected disabled")
         if tuple(f.name for f in request.system) != _FORCED_ONLY_FRAGMENTS:
@@ -257,13 +271,15 @@ def forced_requests_are_minimal(result: RunResult) -> None:
             _fail(f"{where} has {FORCED_METADATA_KEY} metadata {metadata}; expected {expected}")
 
 
-def work_requests_carry_everything(result: RunResult) -> None:
-    """Every work request carries every system fragment, every tool (plus `__finish__` with a
-    schema), `tool_choice: auto`, the agent's reasoning setting, and the memory message exactly
-    when the agent has memories; no `[completion]` message."""
+def work_requests_carry_everything(result: RunResult, *, output_tool: str = FINISH_TOOL) -> None:
+    """Every work request carries every system fragment, every tool (plus the output tool,
+    `output_tool`, with a schema), `tool_choice: auto`, the agent's reasoning setting, and the
+    memory message exactly when the agent has memories; no `[completion]` message."""
     agent = result.agent
     fragments = tuple(f.name for f in work_fragments(agent) if f.text)
-    tools = tuple(tool.name for tool in work_tools(agent))
+    tools = tuple(tool.name for tool in agent.all_tools())
+    if agent.output_schema is not None:
+        tools = (*tools, output_tool)
     memories = agent.memory is not None and bool(agent.memory.memories)
     for index, request in enumerate(result.requests("work"), start=1):
         where = f"work request #{index}"
@@ -801,3 +817,183 @@ def replay_reproduces_run(
     if unplayed:
         _fail(f"{unplayed} recorded interaction(s) were never replayed")
     return replayed
+
+
+# -- (k) an agent of your own, seen from the model's side ----------------------------------------
+
+BARE_ERRORS: Final[tuple[type[BaseException], ...]] = (
+    json.JSONDecodeError,
+    ValueError,
+    KeyError,
+    TypeError,
+    IndexError,
+    AttributeError,
+    ValidationError,
+)
+"""Exceptions an agent raises only by accident, when a parser or a lookup meets model output it
+did not expect (tool arguments cut off mid-JSON, a missing field). Matched by exact type, so your
+own errors may still subclass `ValueError`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentCall:
+    """One call of an agent of your own, as the model's side saw it: every request it sent, read
+    back into a neutral `LlmRequest`, what it returned or raised, and how many replies its script
+    had (None when not known). It holds an output or an error, never both.
+
+    Build it with `AgentCall.observe(transport, run)`, which runs your agent, or with
+    `AgentCall.from_transport(transport, output=..., error=...)` when you ran it yourself. The
+    invariants below need nothing else, so they hold for an agent built on any SDK.
+    """
+
+    requests: tuple[LlmRequest, ...]
+    output: object | None = None
+    error: BaseException | None = None
+    replies: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.output is not None and self.error is not None:
+            raise IllegalArgumentException(
+                "expected an output or an error but got both (output type="
+                f"{type(self.output).__name__}, error type={type(self.error).__name__})"
+            )
+
+    @classmethod
+    def from_transport(
+        cls,
+        transport: ScriptTransport,
+        *,
+        output: object | None = None,
+        error: BaseException | None = None,
+    ) -> AgentCall:
+        """The call whose requests `transport` answered, each read with the provider adapter's
+        `parse_request`; a body that is not a request is a `RequestFormatError` naming it."""
+        adapter = adapter_for(transport.provider)
+        requests = []
+        for number, sent in enumerate(transport.requests, start=1):
+            try:
+                body: JsonValue = json.loads(sent.content or b"null")
+            except ValueError:
+                raise RequestFormatError(f"request #{number} has a body that is not JSON") from None
+            requests.append(adapter.parse_request(body))
+        return cls(
+            requests=tuple(requests), output=output, error=error, replies=len(transport.replies)
+        )
+
+    @classmethod
+    def observe(cls, transport: ScriptTransport, run: Callable[[], object]) -> AgentCall:
+        """Run your agent (`run` takes no arguments and calls the model through `transport`) and
+        record what it did: its return value, or the `Exception` it raised (a `BaseException`
+        such as `KeyboardInterrupt` is not caught)."""
+        try:
+            output = run()
+        except Exception as error:
+            return cls.from_transport(transport, error=error)
+        return cls.from_transport(transport, output=output)
+
+    def forced_requests(self, output_tool: str = FINISH_TOOL) -> tuple[tuple[int, LlmRequest], ...]:
+        """The requests that force the output tool, with their 1-based position: `tool_choice`
+        names `output_tool`, or is `required` with `output_tool` the only tool offered."""
+        return tuple(
+            (number, request)
+            for number, request in enumerate(self.requests, start=1)
+            if request.tool_choice == NamedToolChoice(name=output_tool)
+            or (request.tool_choice == "required" and request.tool_names() == (output_tool,))
+        )
+
+
+def _ran_dry(error: BaseException) -> bool:
+    """Whether `error` is, or was caused by, the script running out of replies (an SDK may wrap
+    what its transport raised in an error of its own)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ScriptExhausted):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _error_names(errors: Sequence[type[BaseException]]) -> str:
+    return ", ".join(kind.__name__ for kind in errors) or "none"
+
+
+def agent_call_ends_validly(
+    call: AgentCall,
+    schema: dict[str, JsonValue],
+    *,
+    errors: Sequence[type[BaseException]] = (),
+) -> None:
+    """The agent returned output valid for `schema` (a pydantic model is checked as its JSON
+    dump), or raised one of the `errors` you allow; never a bare parsing or lookup error
+    (`BARE_ERRORS`: `json.JSONDecodeError`, `KeyError`, ... on cut-off arguments or odd replies),
+    and never more model calls than its script has replies."""
+    error = call.error
+    if error is None:
+        output = call.output
+        if isinstance(output, BaseModel):
+            output = output.model_dump(mode="json")
+        problems = sorted(
+            "/" + "/".join(str(p) for p in problem.absolute_path) + f": {problem.validator}"
+            for problem in output_validator(schema).iter_errors(output)
+        )
+        if problems:
+            _fail(f"the agent returned output that fails the schema at {', '.join(problems)}")
+        return
+    if _ran_dry(error):
+        _fail(
+            f"the agent made more model calls than its script has replies ({call.replies}): it "
+            "does not stop within its own steps and budget"
+        )
+    if type(error) in BARE_ERRORS:
+        _fail(
+            f"the agent raised a bare {type(error).__name__}: a parser or lookup that model "
+            f"output can break; expected output or one of: {_error_names(errors)}"
+        )
+    if not isinstance(error, tuple(errors)):
+        _fail(
+            f"the agent raised {type(error).__name__}; expected output or one of: "
+            f"{_error_names(errors)}"
+        )
+
+
+def agent_call_budget_respected(
+    call: AgentCall, *, budget: int, output_tool: str = FINISH_TOOL
+) -> None:
+    """The agent sent at most `budget` forced requests (requests that force `output_tool`, see
+    `AgentCall.forced_requests`); a budget of 0 sends none."""
+    forced = call.forced_requests(output_tool)
+    if len(forced) > budget:
+        numbers = [number for number, _ in forced]
+        _fail(
+            f"the agent sent {len(forced)} forced request(s) for {output_tool} (requests "
+            f"{numbers}); its budget is {budget}"
+        )
+
+
+def agent_call_forced_requests_minimal(call: AgentCall, *, output_tool: str = FINISH_TOOL) -> None:
+    """Every forced request offers only the output tool: a model forced to answer must not be
+    able to call anything else instead."""
+    for number, request in call.forced_requests(output_tool):
+        if request.tool_names() != (output_tool,):
+            _fail(
+                f"forced request #{number} offers tools {list(request.tool_names())}; expected "
+                f"only {output_tool}"
+            )
+
+
+def agent_call_bounded(call: AgentCall, *, max_requests: int | None = None) -> None:
+    """The agent sent at most `max_requests` requests (default: as many as its script has
+    replies) and never ran its script dry: it stops on its own, whatever the model says.
+
+    Raises `IllegalArgumentException` when neither `max_requests` nor the script length is
+    known."""
+    limit = max_requests if max_requests is not None else call.replies
+    if limit is None:
+        raise IllegalArgumentException(
+            "expected max_requests, or an AgentCall built from a script transport, but got "
+            "max_requests=None (type=NoneType) and no script length"
+        )
+    if len(call.requests) > limit or (call.error is not None and _ran_dry(call.error)):
+        _fail(f"the agent sent {len(call.requests)} request(s); at most {limit} were expected")

@@ -37,6 +37,7 @@ from harness.agent.definition import (
     Workspace,
 )
 from harness.agent.output import output_validator
+from harness.errors import IllegalArgumentException
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.models import Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
@@ -242,48 +243,53 @@ def replies(
     tools: Sequence[str] = (),
     provider_errors: bool = True,
     provider: ProviderName = "openai",
+    output_tool: str = FINISH_TOOL,
 ) -> st.SearchStrategy[ScriptedReply]:
     """One model reply as a `ScriptedReply`.
 
     The kinds: text; text cut off by the token limit; a call to one of `tools` (valid JSON
-    arguments, or raw cut-off JSON); `__finish__` alone with output valid or invalid for `schema`;
-    `__finish__` cut off mid-arguments; `__finish__` with a sibling call (another tool or a second
-    `__finish__`); and, with `provider_errors`, a provider error (HTTP 400/429/500/503/529). Without
-    a `schema`, finish calls use `{"type": "object"}` semantics and carry `{}`.
+    arguments, or raw cut-off JSON); a call to `output_tool` alone with output valid or invalid
+    for `schema`; `output_tool` cut off mid-arguments; `output_tool` with a sibling call (another
+    tool or a second `output_tool`); and, with `provider_errors`, a provider error (HTTP
+    400/429/500/503/529). Without a `schema`, output calls use `{"type": "object"}` semantics and
+    carry `{}`.
 
+    `output_tool` is the tool your agent's model answers with: the harness's own loop calls it
+    `__finish__` (the default); an agent of your own names it as it likes (`final_answer`).
     Replies are ones `provider` can send: for Anthropic, whose `tool_use.input` is always an
     object, arguments that are not a JSON object appear only in replies cut off by the token limit.
     """
+    output_tool = _tool_name(output_tool, "output_tool")
     anthropic = provider == "anthropic"
     schema = schema or {"type": "object"}
-    finish_valid = valid_outputs(schema) if _properties(schema) else st.just({})
-    finish_output: st.SearchStrategy[JsonValue] = finish_valid
+    output_valid = valid_outputs(schema) if _properties(schema) else st.just({})
+    output: st.SearchStrategy[JsonValue] = output_valid
     if _properties(schema):
-        finish_output = finish_valid | invalid_outputs(schema, objects_only=anthropic)
+        output = output_valid | invalid_outputs(schema, objects_only=anthropic)
 
-    def finish(arguments: JsonValue) -> ScriptedToolCall:
-        return ScriptedToolCall(name=FINISH_TOOL, arguments=arguments)
+    def answer(arguments: JsonValue) -> ScriptedToolCall:
+        return ScriptedToolCall(name=output_tool, arguments=arguments)
 
-    finish_call = st.builds(finish, finish_output)
+    output_call = st.builds(answer, output)
     kinds: list[st.SearchStrategy[ScriptedReply]] = [
         st.builds(ScriptedReply, text=_WORDS),
         st.builds(ScriptedReply, text=_WORDS, truncated=st.just(True)),
-        st.builds(lambda call: ScriptedReply(tool_calls=(call,)), finish_call),
+        st.builds(lambda call: ScriptedReply(tool_calls=(call,)), output_call),
         st.builds(
             lambda value: ScriptedReply(
-                tool_calls=(ScriptedToolCall(name=FINISH_TOOL, arguments=_cut_off(value)),),
+                tool_calls=(ScriptedToolCall(name=output_tool, arguments=_cut_off(value)),),
                 truncated=True,
             ),
-            finish_valid,
+            output_valid,
         ),
     ]
-    sibling_names = [*tools, FINISH_TOOL]
+    sibling_names = [*tools, output_tool]
     kinds.append(
         st.builds(
             lambda call, sibling: ScriptedReply(
                 tool_calls=(ScriptedToolCall(name=sibling, arguments={}), call)
             ),
-            finish_call,
+            output_call,
             st.sampled_from(sibling_names),
         )
     )
@@ -316,23 +322,63 @@ def replies(
     return st.one_of(kinds)
 
 
-def scripts(
-    agent: AgentDefinition, *, provider_errors: bool = True, provider: ProviderName = "openai"
-) -> st.SearchStrategy[list[ScriptedReply]]:
-    """A whole script for `agent`: exactly `max_steps + max_completion_retries` replies, the most
-    model calls one run of `agent` can make, so a run never exhausts its script.
+def _tool_name(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise IllegalArgumentException(
+            f"expected a non-empty tool name but got {name}={value!r} (type={type(value).__name__})"
+        )
+    return value
 
-    Replies call the agent's own tools (see `replies`). Shrinks towards text-only scripts.
+
+def scripts(
+    agent: AgentDefinition | None = None,
+    *,
+    schema: dict[str, JsonValue] | None = None,
+    tools: Sequence[str] | None = None,
+    output_tool: str = FINISH_TOOL,
+    length: int | None = None,
+    provider_errors: bool = True,
+    provider: ProviderName = "openai",
+) -> st.SearchStrategy[list[ScriptedReply]]:
+    """A whole script: exactly `length` replies, each from `replies` (shrinks towards text-only
+    scripts).
+
+    For a harness `agent`, the script follows the agent: its output schema, its tools, and
+    `max_steps + max_completion_retries` replies, the most model calls one run can make, so a run
+    never exhausts its script. For an agent of your own (built on a provider SDK, say), give
+    `schema`, `tools`, `output_tool` and `length` instead: `length` is the most model calls your
+    agent may make, its work steps plus its retry budget, so a script it exhausts is a bug.
+
+    Raises `IllegalArgumentException` when `agent` comes with `schema`, `tools`, `length` or an
+    `output_tool` of its own (a harness agent answers with `__finish__`), or when there is no
+    `agent` and `length` is not a positive integer.
     """
-    length = agent.max_steps + agent.max_completion_retries
-    tools = [tool.name for tool in agent.all_tools()]
-    return st.lists(
-        replies(
-            agent.output_schema, tools=tools, provider_errors=provider_errors, provider=provider
-        ),
-        min_size=length,
-        max_size=length,
+    if agent is not None:
+        given = {"schema": schema, "tools": tools, "length": length}
+        clashes = sorted(name for name, value in given.items() if value is not None)
+        if output_tool != FINISH_TOOL:
+            clashes.append("output_tool")
+        if clashes:
+            raise IllegalArgumentException(
+                "expected either an agent or schema, tools, output_tool and length, but got an "
+                f"agent and {', '.join(clashes)}; drop the agent to script an agent of your own"
+            )
+        schema = agent.output_schema
+        tools = [tool.name for tool in agent.all_tools()]
+        length = agent.max_steps + agent.max_completion_retries
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise IllegalArgumentException(
+            "expected a positive script length (the most model calls your agent may make) but "
+            f"got length={length!r} (type={type(length).__name__})"
+        )
+    reply = replies(
+        schema,
+        tools=tools or (),
+        provider_errors=provider_errors,
+        provider=provider,
+        output_tool=output_tool,
     )
+    return st.lists(reply, min_size=length, max_size=length)
 
 
 # -- agents -------------------------------------------------------------------------------------

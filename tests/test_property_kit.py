@@ -12,14 +12,20 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import find, given
 from hypothesis import strategies as st
 from pydantic import BaseModel, JsonValue
 
 import harness.factories
 import harness.invariants
 import harness.strategies
-from harness.factories import FACTORIES, AgentDecisionFactory, InteractionFactory
+from harness.errors import IllegalArgumentException
+from harness.factories import (
+    FACTORIES,
+    AgentDecisionFactory,
+    AgentDefinitionFactory,
+    InteractionFactory,
+)
 from harness.invariants import (
     completion_module_contract,
     decision_outputs_safe,
@@ -41,6 +47,7 @@ from harness.strategies import (
     output_schemas,
     replies,
     scenarios,
+    scripts,
     valid_outputs,
 )
 
@@ -156,6 +163,56 @@ def test_replies_render_through_both_adapters(reply: ScriptedReply) -> None:
         response = ScriptTransport(provider, [reply])
         assert response.replies == [reply]
     assert ScriptedReply.model_validate(reply.model_dump()) == reply
+
+
+@given(
+    scripts(
+        schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        tools=["search"],
+        output_tool="final_answer",
+        length=4,
+    )
+)
+def test_scripts_without_an_agent_answer_with_their_own_output_tool(
+    script: list[ScriptedReply],
+) -> None:
+    assert len(script) == 4
+    names = {call.name for reply in script for call in reply.tool_calls}
+    assert names <= {"search", "final_answer"}
+
+
+def test_the_output_tool_is_in_the_generated_replies() -> None:
+    reply = find(
+        replies(output_tool="final_answer"),
+        lambda reply: len(reply.tool_calls) == 1 and not reply.truncated,
+    )
+    assert reply.tool_calls[0].name == "final_answer"
+    default = find(replies(), lambda reply: len(reply.tool_calls) == 1 and not reply.truncated)
+    assert default.tool_calls[0].name == "__finish__"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"agent": AgentDefinitionFactory.build(), "length": 3}, "an agent and length"),
+        (
+            {"agent": AgentDefinitionFactory.build(), "tools": [], "output_tool": "final_answer"},
+            "an agent and tools, output_tool",
+        ),
+        ({}, r"expected a positive script length .* but got length=None \(type=NoneType\)"),
+        ({"length": 0}, "but got length=0"),
+        ({"length": True}, "but got length=True"),
+        (
+            {"length": 2, "output_tool": ""},
+            r"expected a non-empty tool name but got output_tool=''",
+        ),
+    ],
+)
+def test_scripts_refuse_arguments_that_contradict_each_other(
+    arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(IllegalArgumentException, match=message):
+        scripts(**arguments)
 
 
 @given(scenarios())

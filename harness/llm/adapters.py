@@ -1,16 +1,19 @@
 """The adapter contract and the dispatch: `adapter_for("openai" | "anthropic")`.
 
-An adapter is a module with nine functions (`ProviderAdapter`): render the exact wire JSON of a
+An adapter is a module with ten functions (`ProviderAdapter`): render the exact wire JSON of a
 neutral `LlmRequest`, name its path and non-secret headers, and parse a JSON reply, a stream of
-server-sent events, or an error answer into neutral values; and, the other way round, render a
-neutral `LlmResponse` as the provider's JSON reply or event stream and an error as the provider's
-error body, so a scripted reply goes through the same parser as a recorded one.
+server-sent events, or an error answer into neutral values; and, the other way round, read a
+request body back into a neutral `LlmRequest` (`parse_request`, for code that receives requests
+it did not build, such as an agent written on a provider SDK), render a neutral `LlmResponse` as
+the provider's JSON reply or event stream and an error as the provider's error body, so a
+scripted reply goes through the same parser as a recorded one.
 `harness.llm.openai` (Chat Completions) and `harness.llm.anthropic` (Messages) are the two
 implementations; a gateway holds one of them and never branches on the provider.
 
 This module also holds what both adapters share: `WireReader`, which reads a provider payload
 field by field and fails with `AgentDecisionCallException(error_type="invalid_response")` naming
-the field and the JSON type it found, never the content; `provider_message`, which lets a
+the field and the JSON type it found, never the content; `RequestReader`, its twin for request
+bodies, which fails with `RequestFormatError`; `provider_message`, which lets a
 provider's short error message into an exception only after scrubbing secret shapes; and the
 small deterministic pieces of reply rendering (`stop_word`, `stream_pieces`, `sse_block`,
 `check_error_status`).
@@ -19,16 +22,16 @@ small deterministic pieces of reply rendering (`stop_word`, `stream_pieces`, `ss
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import ClassVar, Final, Generic, Protocol, TypeVar
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.cassettes.scrub import Scrubber
-from harness.errors import AgentDecisionCallException, IllegalArgumentException
+from harness.errors import AgentDecisionCallException, HarnessError, IllegalArgumentException
 from harness.llm.capabilities import PROVIDERS, Provider
-from harness.llm.models import LlmRequest, LlmResponse
+from harness.llm.models import LlmRequest, LlmResponse, SystemFragment, ToolDefinition
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
 
 INVALID_RESPONSE: Final = "invalid_response"
@@ -40,7 +43,21 @@ PROVIDER_MESSAGE_LIMIT: Final = 300
 STREAM_PIECES: Final = 3
 """How many deltas a rendered stream cuts one text, or one tool call's arguments, into."""
 
+FRAGMENT_WIRE: Final = "wire"
+"""The name of the one system fragment `parse_request` reads: a request body carries the system
+prompt as one text, so the names of the fragments that were joined into it cannot come back."""
+
 _SCRUBBER: Final = Scrubber()
+
+
+class RequestFormatError(IllegalArgumentException):
+    """A request body that is not in the provider's request format.
+
+    The message names the field as a JSON path (`messages[2].tool_calls[0].function.name`) and
+    what it should be, never the value: request bodies carry prompts and user content.
+    """
+
+    code: ClassVar[str] = "llm_request_invalid"
 
 
 class ServerSentEventLike(Protocol):
@@ -61,6 +78,8 @@ class ProviderAdapter(Protocol):
     """What a gateway needs from one provider's wire format."""
 
     def render_request(self, request: LlmRequest) -> dict[str, JsonValue]: ...
+
+    def parse_request(self, body: JsonValue) -> LlmRequest: ...
 
     def request_path(self, request: LlmRequest) -> str: ...
 
@@ -128,27 +147,27 @@ def provider_message(message: object) -> str | None:
     return text
 
 
+# Covariant: a reader only ever returns its error, so any reader is a reader of HarnessError.
+ErrorT = TypeVar("ErrorT", bound=HarnessError, covariant=True)
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
 @dataclass(frozen=True)
-class WireReader:
-    """Reads one provider's payload; every failure names the field, never its content."""
+class PayloadReader(Generic[ErrorT]):
+    """Reads one provider payload field by field; every failure names the field, never its
+    content. `error` turns a description into the exception its subclass raises."""
 
     provider: Provider
     label: str
 
-    def invalid(self, field: str, expected: str, value: object) -> AgentDecisionCallException:
-        return AgentDecisionCallException(
-            f"{self.label} reply is not in the provider's format: `{field}` should be "
-            f"{expected} but is {json_type(value)}",
-            error_type=INVALID_RESPONSE,
-            provider=self.provider,
-        )
+    def error(self, detail: str) -> ErrorT:
+        raise NotImplementedError
 
-    def incomplete(self, field: str, what: str) -> AgentDecisionCallException:
-        return AgentDecisionCallException(
-            f"{self.label} reply is not in the provider's format: {what} (`{field}`)",
-            error_type=INVALID_RESPONSE,
-            provider=self.provider,
-        )
+    def invalid(self, field: str, expected: str, value: object) -> ErrorT:
+        return self.error(f"`{field}` should be {expected} but is {json_type(value)}")
+
+    def incomplete(self, field: str, what: str) -> ErrorT:
+        return self.error(f"{what} (`{field}`)")
 
     def object(self, value: JsonValue, field: str) -> dict[str, JsonValue]:
         if not isinstance(value, dict):
@@ -182,6 +201,18 @@ class WireReader:
             raise self.invalid(field, "a non-negative integer", value)
         return value
 
+
+@dataclass(frozen=True)
+class WireReader(PayloadReader[AgentDecisionCallException]):
+    """Reads a provider's reply; fails with `AgentDecisionCallException(invalid_response)`."""
+
+    def error(self, detail: str) -> AgentDecisionCallException:
+        return AgentDecisionCallException(
+            f"{self.label} reply is not in the provider's format: {detail}",
+            error_type=INVALID_RESPONSE,
+            provider=self.provider,
+        )
+
     def decode(self, text: str, field: str) -> JsonValue:
         """One JSON document from a stream's `data` field."""
         try:
@@ -189,6 +220,120 @@ class WireReader:
         except ValueError:
             raise self.incomplete(field, "an event's data is not JSON") from None
         return value
+
+
+@dataclass(frozen=True)
+class RequestReader(PayloadReader[RequestFormatError]):
+    """Reads a request body sent to a provider; fails with `RequestFormatError`.
+
+    Only the fields the neutral request holds are read; every other field is left alone, so a
+    parameter a provider adds later never breaks the reading.
+    """
+
+    def error(self, detail: str) -> RequestFormatError:
+        return RequestFormatError(f"{self.label} request is not in the provider's format: {detail}")
+
+    def flag(self, value: JsonValue, field: str) -> bool:
+        """A boolean, False when absent."""
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise self.invalid(field, "a boolean", value)
+        return value
+
+    def name(self, value: JsonValue, field: str, *, longest: int | None = 128) -> str:
+        """A name: a non-empty string of at most `longest` characters (a tool name's limit by
+        default; None for no limit, as for a model)."""
+        text = self.string(value, field)
+        if not text or (longest is not None and len(text) > longest):
+            limit = f"of 1 to {longest} characters" if longest is not None else "that is not empty"
+            raise self.error(f"`{field}` should be a name {limit} but has {len(text)}")
+        return text
+
+    def positive(self, value: JsonValue, field: str) -> int | None:
+        """A positive integer (a token limit), None when absent."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.invalid(field, "a positive integer", value)
+        return value
+
+    def number(
+        self, value: JsonValue, field: str, *, low: float, high: float, low_included: bool = True
+    ) -> float | None:
+        """A number from `low` to `high` (`low` itself only when `low_included`), None when
+        absent."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.invalid(field, "a number", value)
+        if not (low <= value if low_included else low < value) or value > high:
+            bound = "from" if low_included else "above"
+            raise self.invalid(field, f"a number {bound} {low:g} to {high:g}", value)
+        return float(value)
+
+    def choice(self, value: JsonValue, field: str, allowed: Sequence[str]) -> str:
+        """One of the `allowed` words; the message lists them, never the word it got."""
+        if not isinstance(value, str):
+            raise self.invalid(field, f"one of {', '.join(allowed)}", value)
+        if value not in allowed:
+            raise self.error(f"`{field}` is not one of {', '.join(allowed)}")
+        return value
+
+    def text(
+        self,
+        value: JsonValue,
+        field: str,
+        *,
+        part_types: Sequence[str] = ("text",),
+        separator: str = "",
+    ) -> str | None:
+        """Content: a string, or an array of content parts whose text parts (`type` in
+        `part_types`) are joined by `separator`; parts of any other type (images, files, audio)
+        are left out. None when absent."""
+        if value is None or isinstance(value, str):
+            return value
+        texts: list[str] = []
+        for position, item in enumerate(self.array(value, field)):
+            part = self.object(item, f"{field}[{position}]")
+            if part.get("type") in part_types:
+                texts.append(self.string(part.get("text"), f"{field}[{position}].text"))
+        return separator.join(texts)
+
+    def tool(self, spec: dict[str, JsonValue], field: str, *, schema_key: str) -> ToolDefinition:
+        """A tool definition from `name`, `description` (empty when absent) and its JSON schema
+        under `schema_key` (an empty object schema when absent)."""
+        name = self.name(spec.get("name"), f"{field}.name")
+        description = self.optional_string(spec.get("description"), f"{field}.description")
+        schema = self.optional_object(spec.get(schema_key), f"{field}.{schema_key}")
+        if schema is None:
+            return self.build(ToolDefinition, field, name=name, description=description or "")
+        return self.build(
+            ToolDefinition,
+            field,
+            name=name,
+            description=description or "",
+            parameters=copy_json(schema),
+        )
+
+    def build(self, model: type[ModelT], field: str, /, **values: object) -> ModelT:
+        """`model` built from `values`; a value the model refuses fails naming `field` and the
+        model's own field, with pydantic's description of the rule (never the value)."""
+        try:
+            return model.model_validate(values)
+        except ValidationError as error:
+            first = error.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise self.error(
+                f"`{field}` cannot be read ({where or 'value'}: {first['msg']})"
+            ) from None
+
+
+def wire_system(texts: Iterable[str]) -> tuple[SystemFragment, ...]:
+    """The system prompt read from a request body: its non-empty texts joined by a blank line (as
+    `LlmRequest.system_text` joins fragments) in one `FRAGMENT_WIRE` fragment, none when empty."""
+    text = "\n\n".join(text for text in texts if text)
+    return (SystemFragment(name=FRAGMENT_WIRE, text=text),) if text else ()
 
 
 def copy_json(value: JsonValue) -> JsonValue:

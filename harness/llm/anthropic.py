@@ -23,6 +23,10 @@ a tool_use continuation; the harness never reads them. Server-side tool blocks
 (`server_tool_use`, `*_tool_result`) that the provider already executed are not part of the
 reply the harness acts on.
 
+Request parsing (`parse_request`) is the inverse of rendering, for bodies the harness did not
+build, such as those of an agent written on the `anthropic` SDK; fields the neutral request has
+no place for are left out, and a malformed body is a `RequestFormatError` naming the field.
+
 Reply rendering (`render_response`, `render_stream`, `render_error`) is the reverse, for scripted
 replies that must go through the same parser as recorded ones: a neutral `LlmResponse` becomes a
 `message` object or the `message_start` ... `message_stop` event stream, shaped like the recorded
@@ -38,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -50,6 +54,7 @@ from harness.errors import (
     ToolChoiceUnsupported,
 )
 from harness.llm.adapters import (
+    RequestReader,
     ServerSentEventLike,
     WireReader,
     check_error_status,
@@ -61,6 +66,7 @@ from harness.llm.adapters import (
     sse_block,
     stop_word,
     stream_pieces,
+    wire_system,
 )
 from harness.llm.capabilities import Effort
 from harness.llm.models import (
@@ -68,7 +74,10 @@ from harness.llm.models import (
     LlmRequest,
     LlmResponse,
     LlmToolCall,
+    Message,
     NamedToolChoice,
+    Reasoning,
+    ReasoningDisabled,
     ReasoningEffort,
     ToolChoice,
     ToolDefinition,
@@ -257,6 +266,199 @@ def _render_tool_choice(choice: ToolChoice) -> JsonValue:
     if isinstance(choice, NamedToolChoice):
         return {"type": "tool", "name": choice.name}
     return {"type": "any" if choice == "required" else choice}
+
+
+# -- reading a request body back ---------------------------------------------------------------
+
+_REQUEST: Final = RequestReader(PROVIDER, "Anthropic")
+_ROLES: Final = ("user", "assistant", "system")
+_TOOL_CHOICES: Final[Mapping[str, ToolChoice]] = {
+    "auto": "auto",
+    "any": "required",
+    "none": "none",
+}
+_THINKING_TYPES: Final = ("enabled", "adaptive", "disabled")
+_ADAPTIVE_EFFORTS: Final[Mapping[str, Effort]] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+    "max": "high",
+}
+"""`output_config.effort` with adaptive thinking, as the neutral effort: the neutral request has
+no level above `high`."""
+
+
+def effort_for_budget(budget_tokens: int) -> Effort:
+    """The effort a thinking budget reads as: the one with the largest default budget
+    (`THINKING_BUDGETS`) not above `budget_tokens`, `minimal` below them all."""
+    fitting = [effort for effort, budget in THINKING_BUDGETS.items() if budget <= budget_tokens]
+    return fitting[-1] if fitting else "minimal"
+
+
+def parse_request(body: JsonValue) -> LlmRequest:
+    """The neutral request a Messages body asks for: the inverse of `render_request`.
+
+    `parse_request(render_request(r))` equals `r` except for what the wire cannot carry: the
+    system fragments come back as one fragment named `FRAGMENT_WIRE` holding their joined text;
+    message `metadata` is gone, and so are `reasoning_blocks` sent with thinking off;
+    `max_tokens` is the number sent (the default and the thinking budget included when `r` left
+    it unset); a thinking budget reads as `ReasoningEffort(effort_for_budget(budget))`, with
+    `budget_tokens` kept unless it is that effort's default; unset reasoning reads as None;
+    `response_format` (never sent) reads as None; a tool call's arguments read as compact JSON;
+    a tool result's `name` is the name of the `tool_use` with its id in an earlier assistant
+    message ("" when there is none); an assistant's empty text reads as None; `tool_choice`
+    reads as "auto" when there are no tools.
+
+    Each text block of a user message is one `UserMessage`, each `tool_result` one
+    `ToolResultMessage`, in order; an assistant message's text blocks are joined, its
+    `tool_use` blocks are its calls and its `thinking` / `redacted_thinking` blocks its
+    `reasoning_blocks`. A `system` given as blocks is their text joined by a blank line, and
+    the text of `system` messages in the conversation joins it, in order. Adaptive thinking
+    reads as `ReasoningEffort` of `output_config.effort` (`high`, Messages' default, when
+    unset; `xhigh` and `max` read as `high`, the highest neutral effort). Other
+    blocks (images, documents, server tool blocks), server tools, and every field the neutral
+    request has no place for (`metadata`, `top_k`, `service_tier`, ...) are left out. Raises
+    `RequestFormatError` naming the field for anything else: a body that is not an object, no
+    `model` or `messages`, a field of the wrong JSON type, a role, tool choice or thinking type
+    outside those listed, a number out of range.
+    """
+    request = _REQUEST.object(body, "body")
+    model = _REQUEST.name(request.get("model"), "model", longest=None)
+    system = _REQUEST.text(request.get("system"), "system", separator="\n\n")
+    later_system, messages = _parse_messages(_REQUEST.array(request.get("messages"), "messages"))
+    return _REQUEST.build(
+        LlmRequest,
+        "body",
+        model=model,
+        system=wire_system([system or "", *later_system]),
+        messages=tuple(messages),
+        tools=tuple(_parse_tools(request.get("tools"))),
+        tool_choice=_parse_tool_choice(request.get("tool_choice")),
+        max_tokens=_REQUEST.positive(request.get("max_tokens"), "max_tokens"),
+        temperature=_REQUEST.number(request.get("temperature"), "temperature", low=0, high=2),
+        top_p=_REQUEST.number(request.get("top_p"), "top_p", low=0, high=1, low_included=False),
+        stop_sequences=tuple(
+            _REQUEST.string(item, f"stop_sequences[{index}]")
+            for index, item in enumerate(
+                _REQUEST.optional_array(request.get("stop_sequences"), "stop_sequences")
+            )
+        ),
+        reasoning=_parse_thinking(request.get("thinking"), request.get("output_config")),
+        stream=_REQUEST.flag(request.get("stream"), "stream"),
+    )
+
+
+def _parse_messages(items: list[JsonValue]) -> tuple[list[str], list[Message]]:
+    """The text of the conversation's `system` messages, and the conversation."""
+    system: list[str] = []
+    messages: list[Message] = []
+    names: dict[str, str] = {}
+    for position, item in enumerate(items):
+        path = f"messages[{position}]"
+        message = _REQUEST.object(item, path)
+        role = _REQUEST.choice(message.get("role"), f"{path}.role", _ROLES)
+        content = message.get("content")
+        blocks: list[JsonValue] = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else _REQUEST.array(content, f"{path}.content")
+        )
+        if role == "assistant":
+            assistant = _parse_assistant(blocks, f"{path}.content")
+            names.update((call.id, call.name) for call in assistant.tool_calls)
+            messages.append(assistant)
+        elif role == "system":
+            system.append(_REQUEST.text(blocks, f"{path}.content", separator="\n\n") or "")
+        else:
+            messages.extend(_parse_user(blocks, f"{path}.content", names))
+    return system, messages
+
+
+def _parse_user(
+    blocks: list[JsonValue], path: str, names: Mapping[str, str]
+) -> Iterator[UserMessage | ToolResultMessage]:
+    for position, value in enumerate(blocks):
+        where = f"{path}[{position}]"
+        block = _REQUEST.object(value, where)
+        kind = block.get("type")
+        if kind == "text":
+            yield UserMessage(content=_REQUEST.string(block.get("text"), f"{where}.text"))
+        elif kind == "tool_result":
+            call_id = _REQUEST.string(block.get("tool_use_id"), f"{where}.tool_use_id")
+            yield ToolResultMessage(
+                tool_call_id=call_id,
+                name=names.get(call_id, ""),
+                content=_REQUEST.text(block.get("content"), f"{where}.content") or "",
+                is_error=_REQUEST.flag(block.get("is_error"), f"{where}.is_error"),
+            )
+
+
+def _parse_assistant(blocks: list[JsonValue], path: str) -> AssistantMessage:
+    texts: list[str] = []
+    calls: list[LlmToolCall] = []
+    reasoning: list[dict[str, JsonValue]] = []
+    for position, value in enumerate(blocks):
+        where = f"{path}[{position}]"
+        block = _REQUEST.object(value, where)
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(_REQUEST.string(block.get("text"), f"{where}.text"))
+        elif kind == "tool_use":
+            calls.append(
+                LlmToolCall(
+                    id=_REQUEST.string(block.get("id"), f"{where}.id"),
+                    name=_REQUEST.name(block.get("name"), f"{where}.name"),
+                    arguments=compact_json(_REQUEST.object(block.get("input"), f"{where}.input")),
+                )
+            )
+        elif kind in REASONING_BLOCKS:
+            reasoning.append(_REQUEST.object(copy_json(block), where))
+    return AssistantMessage(
+        text="".join(texts) or None, tool_calls=tuple(calls), reasoning_blocks=tuple(reasoning)
+    )
+
+
+def _parse_tools(value: JsonValue) -> Iterator[ToolDefinition]:
+    """Client tools (no `type`, or `custom`); server tools such as web search are left out."""
+    for position, item in enumerate(_REQUEST.optional_array(value, "tools")):
+        path = f"tools[{position}]"
+        tool = _REQUEST.object(item, path)
+        if tool.get("type", "custom") == "custom":
+            yield _REQUEST.tool(tool, path, schema_key="input_schema")
+
+
+def _parse_tool_choice(value: JsonValue) -> ToolChoice:
+    if value is None:
+        return "auto"
+    choice = _REQUEST.object(value, "tool_choice")
+    kind = _REQUEST.choice(choice.get("type"), "tool_choice.type", [*_TOOL_CHOICES, "tool"])
+    if kind == "tool":
+        return NamedToolChoice(name=_REQUEST.name(choice.get("name"), "tool_choice.name"))
+    return _TOOL_CHOICES[kind]
+
+
+def _parse_thinking(value: JsonValue, output_config: JsonValue) -> Reasoning | None:
+    thinking = _REQUEST.optional_object(value, "thinking")
+    if thinking is None:
+        return None
+    kind = _REQUEST.choice(thinking.get("type"), "thinking.type", _THINKING_TYPES)
+    if kind == "disabled":
+        return ReasoningDisabled()
+    if kind == "adaptive":
+        config = _REQUEST.optional_object(output_config, "output_config") or {}
+        effort = config.get("effort")
+        if effort is None:
+            return ReasoningEffort(effort="high")  # Messages' default effort
+        word = _REQUEST.choice(effort, "output_config.effort", list(_ADAPTIVE_EFFORTS))
+        return ReasoningEffort(effort=_ADAPTIVE_EFFORTS[word])
+    budget = _REQUEST.positive(thinking.get("budget_tokens"), "thinking.budget_tokens")
+    if budget is None:
+        raise _REQUEST.invalid("thinking.budget_tokens", "a positive integer", None)
+    effort = effort_for_budget(budget)
+    return ReasoningEffort(
+        effort=effort, budget_tokens=None if THINKING_BUDGETS[effort] == budget else budget
+    )
 
 
 def parse_response(payload: JsonValue) -> LlmResponse:

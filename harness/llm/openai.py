@@ -11,6 +11,11 @@ not (a reply cut off by `length` can end mid-JSON). Reasoning text (`reasoning`,
 `reasoning_content` of compatible providers) is not part of `text`. OpenRouter's `usage.cost` is
 reported as `credits`; a `refusal` is kept in `metadata["refusal"]`.
 
+Request parsing (`parse_request`) is the inverse of rendering, for bodies the harness did not
+build, such as those of an agent written on the `openai` SDK: a Chat Completions body, or a
+Responses body (one with `input` and no `messages`), becomes a neutral request; fields it has no
+place for are left out, and a malformed body is a `RequestFormatError` naming the field.
+
 Reply rendering (`render_response`, `render_stream`, `render_error`) is the reverse, for scripted
 replies that must go through the same parser as recorded ones: a neutral `LlmResponse` becomes a
 `chat.completion` object or the `chat.completion.chunk` stream OpenAI sends with
@@ -24,14 +29,16 @@ message's `refusal`. Not rendered: `credits` (OpenAI reports no cost) and the ne
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from pydantic import JsonValue
 
-from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
+from harness.errors import AgentDecisionCallException, HarnessError, ToolChoiceUnsupported
 from harness.llm.adapters import (
+    PayloadReader,
+    RequestReader,
     ServerSentEventLike,
     WireReader,
     check_error_status,
@@ -43,6 +50,7 @@ from harness.llm.adapters import (
     sse_block,
     stop_word,
     stream_pieces,
+    wire_system,
 )
 from harness.llm.capabilities import capabilities_for
 from harness.llm.models import (
@@ -50,10 +58,15 @@ from harness.llm.models import (
     LlmRequest,
     LlmResponse,
     LlmToolCall,
+    Message,
     NamedToolChoice,
+    Reasoning,
+    ReasoningDisabled,
     ReasoningEffort,
+    ResponseFormat,
     ToolChoice,
     ToolDefinition,
+    ToolResultMessage,
     Usage,
     UserMessage,
 )
@@ -182,6 +195,258 @@ def _render_tool_choice(choice: ToolChoice) -> JsonValue:
     return choice
 
 
+# -- reading a request body back ---------------------------------------------------------------
+
+_REQUEST: Final = RequestReader(PROVIDER, "OpenAI")
+_ROLES: Final = ("system", "developer", "user", "assistant", "tool")
+_INPUT_ROLES: Final = ("system", "developer", "user", "assistant")
+_INPUT_TEXT_PARTS: Final = ("input_text", "output_text", "text")
+_TOOL_CHOICES: Final[Mapping[str, ToolChoice]] = {
+    "auto": "auto",
+    "none": "none",
+    "required": "required",
+}
+_EFFORTS: Final = ("none", "minimal", "low", "medium", "high")
+_FORMATS: Final = ("text", "json_object", "json_schema")
+
+
+def parse_request(body: JsonValue) -> LlmRequest:
+    """The neutral request a Chat Completions body asks for: the inverse of `render_request`.
+
+    A body with `input` and no `messages` is read as a Responses request (`instructions`,
+    `input`, `tools`, `tool_choice`, `max_output_tokens`, `temperature`, `top_p`,
+    `reasoning.effort`, `text.format`, `stream`).
+
+    `parse_request(render_request(r))` equals `r` except for what the wire cannot carry: the
+    system fragments come back as one fragment named `FRAGMENT_WIRE` holding their joined text;
+    message `metadata`, `reasoning_blocks` and a tool result's `is_error` are gone; a tool
+    result's `name` is the name of the call with its id in an earlier assistant message ("" when
+    there is none); an assistant's empty text reads as None; `ReasoningDisabled` and unset
+    reasoning both read as None, and `budget_tokens` is gone; `tool_choice` reads as "auto" when
+    there are no tools.
+
+    System and developer messages anywhere in the conversation join the system text, in order.
+    Text content parts are joined; other parts (images, audio, files) and tools that are not
+    functions are left out, as is every field the neutral request has no place for (`n`,
+    `seed`, `user`, `stream_options`, ...). Raises `RequestFormatError` naming the field for
+    anything else: a body that is not an object, no `model` or `messages`, a field of the wrong
+    JSON type, a role, tool choice or reasoning effort outside those listed, a number out of
+    range (`reasoning_effort: "none"` reads as `ReasoningDisabled`).
+    """
+    request = _REQUEST.object(body, "body")
+    model = _REQUEST.name(request.get("model"), "model", longest=None)
+    if "messages" not in request and "input" in request:
+        return _parse_responses_request(request, model)
+    system, messages = _parse_messages(_REQUEST.array(request.get("messages"), "messages"))
+    tools = tuple(
+        _REQUEST.tool(function, path, schema_key="parameters")
+        for function, path in _function_specs(request.get("tools"), nested=True)
+    )
+    max_tokens = _REQUEST.positive(request.get("max_completion_tokens"), "max_completion_tokens")
+    stop = request.get("stop")
+    return _REQUEST.build(
+        LlmRequest,
+        "body",
+        model=model,
+        system=wire_system(system),
+        messages=tuple(messages),
+        tools=tools,
+        tool_choice=_parse_tool_choice(request.get("tool_choice"), nested=True),
+        max_tokens=max_tokens or _REQUEST.positive(request.get("max_tokens"), "max_tokens"),
+        **_sampling(request),
+        stop_sequences=(stop,)
+        if isinstance(stop, str)
+        else tuple(
+            _REQUEST.string(item, f"stop[{index}]")
+            for index, item in enumerate(_REQUEST.optional_array(stop, "stop"))
+        ),
+        reasoning=_parse_effort(request.get("reasoning_effort"), "reasoning_effort"),
+        response_format=_parse_format(request.get("response_format"), "response_format"),
+        stream=_REQUEST.flag(request.get("stream"), "stream"),
+    )
+
+
+def _sampling(request: dict[str, JsonValue]) -> dict[str, float | None]:
+    return {
+        "temperature": _REQUEST.number(request.get("temperature"), "temperature", low=0, high=2),
+        "top_p": _REQUEST.number(request.get("top_p"), "top_p", low=0, high=1, low_included=False),
+    }
+
+
+def _parse_messages(items: list[JsonValue]) -> tuple[list[str], list[Message]]:
+    system: list[str] = []
+    messages: list[Message] = []
+    names: dict[str, str] = {}
+    for position, item in enumerate(items):
+        path = f"messages[{position}]"
+        message = _REQUEST.object(item, path)
+        role = _REQUEST.choice(message.get("role"), f"{path}.role", _ROLES)
+        content = _REQUEST.text(message.get("content"), f"{path}.content")
+        if role == "assistant":
+            calls = tuple(
+                _parse_tool_call(call, f"{path}.tool_calls[{index}]", _REQUEST)
+                for index, call in enumerate(
+                    _REQUEST.optional_array(message.get("tool_calls"), f"{path}.tool_calls")
+                )
+            )
+            names.update((call.id, call.name) for call in calls)
+            messages.append(AssistantMessage(text=content or None, tool_calls=calls))
+            continue
+        if content is None:
+            raise _REQUEST.invalid(f"{path}.content", "a string or an array of parts", None)
+        if role in ("system", "developer"):
+            system.append(content)
+        elif role == "user":
+            messages.append(UserMessage(content=content))
+        else:
+            call_id = _REQUEST.string(message.get("tool_call_id"), f"{path}.tool_call_id")
+            messages.append(
+                ToolResultMessage(
+                    tool_call_id=call_id, name=names.get(call_id, ""), content=content
+                )
+            )
+    return system, messages
+
+
+def _function_specs(
+    value: JsonValue, *, nested: bool
+) -> Iterator[tuple[dict[str, JsonValue], str]]:
+    """Each function tool's spec with its path: Chat nests it under `function`, Responses
+    does not. Tools of other types (custom, hosted) are skipped."""
+    for position, item in enumerate(_REQUEST.optional_array(value, "tools")):
+        path = f"tools[{position}]"
+        tool = _REQUEST.object(item, path)
+        if tool.get("type", "function") != "function":
+            continue
+        if nested:
+            yield _REQUEST.object(tool.get("function"), f"{path}.function"), f"{path}.function"
+        else:
+            yield tool, path
+
+
+def _parse_tool_choice(value: JsonValue, *, nested: bool) -> ToolChoice:
+    if value is None:
+        return "auto"
+    if isinstance(value, str):
+        return _TOOL_CHOICES[_REQUEST.choice(value, "tool_choice", list(_TOOL_CHOICES))]
+    choice = _REQUEST.object(value, "tool_choice")
+    if "type" in choice:  # some compatible APIs send the function alone
+        _REQUEST.choice(choice["type"], "tool_choice.type", ("function",))
+    if nested:
+        function = _REQUEST.object(choice.get("function"), "tool_choice.function")
+        return NamedToolChoice(
+            name=_REQUEST.name(function.get("name"), "tool_choice.function.name")
+        )
+    return NamedToolChoice(name=_REQUEST.name(choice.get("name"), "tool_choice.name"))
+
+
+def _parse_effort(value: JsonValue, field: str) -> Reasoning | None:
+    if value is None:
+        return None
+    effort = _REQUEST.choice(value, field, _EFFORTS)
+    if effort == "none":
+        return ReasoningDisabled()
+    return _REQUEST.build(ReasoningEffort, field, effort=effort)
+
+
+def _parse_format(value: JsonValue, field: str) -> ResponseFormat | None:
+    """A `json_schema` format (Chat nests it under `json_schema`, Responses does not); plain
+    text and `json_object` have no neutral form and read as None."""
+    spec = _REQUEST.optional_object(value, field)
+    if (
+        spec is None
+        or _REQUEST.choice(spec.get("type"), f"{field}.type", _FORMATS) != "json_schema"
+    ):
+        return None
+    if "json_schema" in spec:
+        field = f"{field}.json_schema"
+        spec = _REQUEST.object(spec["json_schema"], field)
+    name = _REQUEST.optional_string(spec.get("name"), f"{field}.name")
+    return _REQUEST.build(
+        ResponseFormat,
+        field,
+        name=name if name is not None else "output",
+        schema=copy_json(_REQUEST.object(spec.get("schema"), f"{field}.schema")),
+        strict=_REQUEST.flag(spec.get("strict"), f"{field}.strict"),
+    )
+
+
+def _parse_responses_request(request: dict[str, JsonValue], model: str) -> LlmRequest:
+    instructions = _REQUEST.optional_string(request.get("instructions"), "instructions")
+    system, messages = _parse_input(request.get("input"))
+    reasoning = _REQUEST.optional_object(request.get("reasoning"), "reasoning") or {}
+    text = _REQUEST.optional_object(request.get("text"), "text") or {}
+    return _REQUEST.build(
+        LlmRequest,
+        "body",
+        model=model,
+        system=wire_system([instructions or "", *system]),
+        messages=tuple(messages),
+        tools=tuple(
+            _REQUEST.tool(function, path, schema_key="parameters")
+            for function, path in _function_specs(request.get("tools"), nested=False)
+        ),
+        tool_choice=_parse_tool_choice(request.get("tool_choice"), nested=False),
+        max_tokens=_REQUEST.positive(request.get("max_output_tokens"), "max_output_tokens"),
+        **_sampling(request),
+        reasoning=_parse_effort(reasoning.get("effort"), "reasoning.effort"),
+        response_format=_parse_format(text.get("format"), "text.format"),
+        stream=_REQUEST.flag(request.get("stream"), "stream"),
+    )
+
+
+def _parse_input(value: JsonValue) -> tuple[list[str], list[Message]]:
+    """A Responses `input`: a string (one user message) or items. Consecutive `function_call`
+    items join the assistant message before them; item types without a neutral form
+    (`reasoning`, hosted tool calls, references) are left out."""
+    if isinstance(value, str):
+        return [], [UserMessage(content=value)]
+    system: list[str] = []
+    messages: list[Message] = []
+    names: dict[str, str] = {}
+    for position, entry in enumerate(_REQUEST.array(value, "input")):
+        path = f"input[{position}]"
+        item = _REQUEST.object(entry, path)
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = _REQUEST.choice(item.get("role"), f"{path}.role", _INPUT_ROLES)
+            content = _REQUEST.text(
+                item.get("content"), f"{path}.content", part_types=_INPUT_TEXT_PARTS
+            )
+            if role == "assistant":
+                messages.append(AssistantMessage(text=content or None))
+            elif content is None:
+                raise _REQUEST.invalid(f"{path}.content", "a string or an array of parts", None)
+            elif role == "user":
+                messages.append(UserMessage(content=content))
+            else:
+                system.append(content)
+        elif kind == "function_call":
+            call = LlmToolCall(
+                id=_REQUEST.string(item.get("call_id"), f"{path}.call_id"),
+                name=_REQUEST.name(item.get("name"), f"{path}.name"),
+                arguments=_REQUEST.optional_string(item.get("arguments"), f"{path}.arguments")
+                or "",
+            )
+            names[call.id] = call.name
+            last = messages[-1] if messages else None
+            if isinstance(last, AssistantMessage):
+                messages[-1] = last.model_copy(update={"tool_calls": (*last.tool_calls, call)})
+            else:
+                messages.append(AssistantMessage(tool_calls=(call,)))
+        elif kind == "function_call_output":
+            call_id = _REQUEST.string(item.get("call_id"), f"{path}.call_id")
+            output = _REQUEST.text(
+                item.get("output"), f"{path}.output", part_types=_INPUT_TEXT_PARTS
+            )
+            messages.append(
+                ToolResultMessage(
+                    tool_call_id=call_id, name=names.get(call_id, ""), content=output or ""
+                )
+            )
+    return system, messages
+
+
 def parse_response(payload: JsonValue) -> LlmResponse:
     """A plain JSON Chat Completions reply as a neutral response.
 
@@ -221,16 +486,20 @@ def parse_response(payload: JsonValue) -> LlmResponse:
     )
 
 
-def _parse_tool_call(value: JsonValue, path: str) -> LlmToolCall:
-    call = _READER.object(value, path)
-    kind = _READER.optional_string(call.get("type"), f"{path}.type")
+def _parse_tool_call(
+    value: JsonValue, path: str, reader: PayloadReader[HarnessError] = _READER
+) -> LlmToolCall:
+    """One Chat tool call, in a reply or in a request's assistant message (`reader` says which
+    error a malformed one is)."""
+    call = reader.object(value, path)
+    kind = reader.optional_string(call.get("type"), f"{path}.type")
     if kind not in (None, "function"):
-        raise _READER.incomplete(f"{path}.type", "only function tool calls are supported")
-    function = _READER.object(call.get("function"), f"{path}.function")
+        raise reader.incomplete(f"{path}.type", "only function tool calls are supported")
+    function = reader.object(call.get("function"), f"{path}.function")
     return LlmToolCall(
-        id=_READER.string(call.get("id"), f"{path}.id"),
-        name=_READER.string(function.get("name"), f"{path}.function.name"),
-        arguments=_READER.optional_string(function.get("arguments"), f"{path}.function.arguments")
+        id=reader.string(call.get("id"), f"{path}.id"),
+        name=reader.string(function.get("name"), f"{path}.function.name"),
+        arguments=reader.optional_string(function.get("arguments"), f"{path}.function.arguments")
         or "",
     )
 
