@@ -1,6 +1,6 @@
 """The model boundary's plumbing: neutral request/response, provider adapters, the gateway."""
 
-from harness.llm.adapters import adapter_for
+from harness.llm.adapters import FRAGMENT_WIRE, RequestFormatError, adapter_for
 from harness.llm.capabilities import Capabilities, capabilities_for, check_request
 from harness.llm.gateway import Completer, GatewayConfig, GatewayConfigError, LlmGateway
 from harness.llm.models import (
@@ -23,6 +23,7 @@ from harness.llm.models import (
 )
 
 __all__ = [
+    "FRAGMENT_WIRE",
     "AssistantMessage",
     "Capabilities",
     "Completer",
@@ -37,6 +38,7 @@ __all__ = [
     "Reasoning",
     "ReasoningDisabled",
     "ReasoningEffort",
+    "RequestFormatError",
     "ResponseFormat",
     "SystemFragment",
     "ToolChoice",

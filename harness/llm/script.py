@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Final, overload
+from typing import Any, Final, overload
 
 import httpx
 import httpx2
@@ -21,7 +21,7 @@ from pydantic import Field, JsonValue, NonNegativeInt, model_validator
 from harness.cassettes.key import detect_provider
 from harness.errors import HarnessError
 from harness.http_clients import AnyRequest, AnyResponse, ChunkStream, library_of
-from harness.llm.adapters import adapter_for
+from harness.llm.adapters import RequestFormatError, adapter_for
 from harness.llm.capabilities import Provider
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
@@ -167,7 +167,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 )
             self.position += 1
         reply = self.replies[position]
-        body = json.loads(request.content or b"{}")
+        body = _json_object(request.content, self.provider)
         model = str(body.get("model", "scripted-model"))
         if reply.error is not None:
             error = reply.error.body
@@ -202,6 +202,20 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 class HttpxScriptTransport(ScriptTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
     """`ScriptTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
     `httpx.Client(transport=...)`; it behaves exactly the same."""
+
+
+def _json_object(content: bytes, provider: str) -> dict[str, Any]:
+    """The request body as the JSON object every provider API takes, or `RequestFormatError`."""
+    try:
+        body = json.loads(content or b"{}")
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise RequestFormatError(
+            f"the scripted {provider} API takes a JSON object as the request body; the code under "
+            "test sent something else"
+        )
+    return body
 
 
 def _anthropic_plain(response: LlmResponse) -> LlmResponse:

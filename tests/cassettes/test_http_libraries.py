@@ -15,6 +15,7 @@ import pytest
 
 from harness.cassettes import Cassette, CassetteTransport, HttpxCassetteTransport, RecordModeError
 from harness.http_clients import HTTPX, HTTPX2, HttpLibrary
+from harness.llm.adapters import RequestFormatError
 from harness.llm.gateway import GatewayConfig, GatewayConfigError, LlmGateway
 from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import (
@@ -234,3 +235,10 @@ def _completion(text: str) -> dict[str, Any]:
             {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         ],
     }
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b'"text"'])
+def test_a_script_refuses_a_body_that_is_no_json_object(body: bytes) -> None:
+    transport = ScriptTransport("openai", [ScriptedReply(text="hi")])
+    with httpx2.Client(transport=transport) as client, pytest.raises(RequestFormatError):
+        client.post(OPENAI + CHAT, content=body)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-import httpx
 import httpx2
 import pytest
 from hypothesis import assume, given
@@ -566,13 +565,11 @@ def test_what_the_openai_sdk_sends_parses() -> None:
     import openai as sdk
 
     transport = ScriptTransport("openai", [ScriptedReply(text="Paris.")])
-    # the SDK accepts ScriptTransport, an httpx transport, in a legacy httpx client
-    http_client: httpx2.Client = httpx.Client(transport=transport)  # type: ignore[assignment]
     with sdk.OpenAI(
         base_url="https://api.openai.com/v1",
         api_key="sk-test",
         max_retries=0,
-        http_client=http_client,
+        http_client=httpx2.Client(transport=transport),
     ) as client:
         client.chat.completions.create(
             model="gpt-4o-mini",

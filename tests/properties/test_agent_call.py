@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 
-import httpx
+import httpx2
 import pytest
 from pydantic import BaseModel, JsonValue
 
@@ -173,7 +173,7 @@ def test_observe_reads_back_every_request_the_transport_answered() -> None:
     transport = ScriptTransport("anthropic", [ScriptedReply(text=CANARY), answer])
 
     def agent() -> object:
-        with httpx.Client(transport=transport) as client:
+        with httpx2.Client(transport=transport) as client:
             for body in (
                 {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []},
                 {
@@ -199,7 +199,7 @@ def test_observe_keeps_the_error_the_agent_raised() -> None:
     transport = ScriptTransport("openai", [])
 
     def agent() -> object:
-        with httpx.Client(transport=transport) as client:
+        with httpx2.Client(transport=transport) as client:
             client.post(
                 "https://api.openai.com/v1/chat/completions", json={"model": "m", "messages": []}
             )
@@ -215,7 +215,7 @@ def test_observe_keeps_the_error_the_agent_raised() -> None:
 
 def test_a_body_that_is_not_a_request_is_named() -> None:
     transport = ScriptTransport("openai", [ScriptedReply(text="hi")])
-    with httpx.Client(transport=transport) as client, contextlib.suppress(ValueError):
+    with httpx2.Client(transport=transport) as client, contextlib.suppress(ValueError):
         # the transport keeps the request, then cannot read it either
         client.post(
             "https://api.openai.com/v1/chat/completions", content=b"not json " + CANARY.encode()

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import httpx
 import httpx2
 import openai
 import pytest
@@ -144,14 +143,11 @@ Agent = Callable[[openai.OpenAI, str], dict[str, Any]]
 def observe(agent: Agent, replies: list[ScriptedReply]) -> AgentCall:
     """One call of `agent` with the official SDK answered by `replies`."""
     transport = ScriptTransport("openai", replies)
-    # ScriptTransport is an httpx transport, which the SDK accepts in a legacy httpx client; once
-    # it is an httpx2 transport this one line reads `httpx2.Client(transport=transport)`.
-    http_client: httpx2.Client = httpx.Client(transport=transport)  # type: ignore[assignment]
     with openai.OpenAI(
         base_url="https://api.openai.com/v1",
         api_key="sk-test",
         max_retries=0,
-        http_client=http_client,
+        http_client=httpx2.Client(transport=transport),
     ) as client:
         return AgentCall.observe(transport, lambda: agent(client, "France"))
 
