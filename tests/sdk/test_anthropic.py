@@ -290,7 +290,7 @@ def test_a_miss_is_a_connection_error_caused_by_our_cassette_miss(
     recorded_text: Path, network_guard: NetworkGuard
 ) -> None:
     """anthropic wraps whatever its transport raises in `APIConnectionError`; our `CassetteMiss`,
-    with its explanation, is the `__cause__`, and with max_retries=0 it is raised once."""
+    with its explanation, is the `__cause__`. (max_retries=0: anthropic would retry it first.)"""
     transport = CassetteTransport(recorded_text)
     with (
         network_guard.blocked(),
