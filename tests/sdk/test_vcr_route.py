@@ -19,10 +19,14 @@ pytest_plugins = ["pytester"]
 
 API_KEY = "sk-ant-api03-CANARYvcrRoute0123456789abcdef"
 
-# cassetter (a benchmark-only dependency) and pytest-recording both define --record-mode
+# cassetter (a benchmark-only dependency) and pytest-recording both define --record-mode; the
+# other plugins this project does not need are left out so that each run starts sooner.
 INI = """
 [pytest]
-addopts = --strict-markers --strict-config -p no:cacheprovider -p no:cassetter
+addopts =
+    --strict-markers --strict-config -p no:cacheprovider -p no:cassetter
+    -p no:xdist -p no:xdist.looponfail -p no:pytest_cov -p no:faker -p no:respx
+    -p no:hypothesispytest
 filterwarnings = error
 """
 
