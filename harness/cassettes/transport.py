@@ -83,7 +83,9 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     client that sends through it; by default that library's `HTTPTransport()` /
     `AsyncHTTPTransport()`. It is never used in mode `none`.
     Recorded interactions are scrubbed and written on `close()` (the client closes its
-    transport), atomically and under a file lock, merged with what other processes wrote.
+    transport), atomically and under a file lock, merged with what other processes wrote; a
+    streamed response the caller left unfinished (a `break` out of an SDK stream) is read to
+    its end first, so it is recorded whole.
 
     A path where something other than a regular file exists (a folder, FIFO, socket, device)
     raises `CassetteFormatError` here, in every mode, before anything is recorded.
@@ -149,6 +151,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._lock = threading.Lock()
         self._save_lock = threading.Lock()
         self._closed = False
+        self._streaming: list[RecordingStream] = []
 
     # -- replay ---------------------------------------------------------------------------------
 
@@ -258,12 +261,26 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         def commit(raw: bytes) -> None:
             self._record(request, key, response, raw, library)
 
+        stream = RecordingStream(response, commit)
+        with self._lock:
+            self._streaming = [*(s for s in self._streaming if not s.committed), stream]
         return library.response(
             response.status_code,
             headers=response.headers.raw,
-            stream=RecordingStream(response, commit),
+            stream=stream,
             extensions=dict(response.extensions),
         )
+
+    def _unfinished_streams(self) -> list[RecordingStream]:
+        """Recorded responses the client has not read to the end nor closed (yet).
+
+        An SDK stream left after a `break` without `with` is only closed when the garbage
+        collector gets to it, often after the client (and its connection pool) has closed:
+        `close` reads these to the end first, so the interaction is recorded, not lost.
+        """
+        with self._lock:
+            streams, self._streaming = self._streaming, []
+        return [stream for stream in streams if not stream.committed]
 
     def _record(
         self,
@@ -329,6 +346,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self._closed:
             return
         self._closed = True
+        for stream in self._unfinished_streams():
+            stream.close()
         if self.recording:
             self.save()
         for network in self._inner_transports():
@@ -340,6 +359,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self._closed:
             return
         self._closed = True
+        for stream in self._unfinished_streams():
+            await stream.aclose()
         if self.recording:
             self.save()
         for network in self._inner_transports():
@@ -390,7 +411,7 @@ class RecordingStream(DualByteStream):
     """Pass the live body through to the client, chunk by chunk, and record it once complete.
 
     If the client stops reading early, closing the stream reads the rest, so what is recorded is
-    always the whole response.
+    always the whole response. Closing twice closes the inner stream once.
     """
 
     def __init__(self, response: AnyResponse, commit: Callable[[bytes], None]) -> None:
@@ -400,6 +421,12 @@ class RecordingStream(DualByteStream):
         self._sync: Iterator[bytes] | None = None
         self._async: AsyncIterator[bytes] | None = None
         self._committed = False
+        self._closed = False
+
+    @property
+    def committed(self) -> bool:
+        """Whether the whole body has been read and handed to the recorder."""
+        return self._committed
 
     def __iter__(self) -> Iterator[bytes]:
         if not isinstance(self._stream, SYNC_STREAMS):
@@ -422,9 +449,13 @@ class RecordingStream(DualByteStream):
     def _finish(self) -> None:
         if not self._committed:
             self._committed = True
-            self._commit(b"".join(self._buffer))
+            body, self._buffer = b"".join(self._buffer), []
+            self._commit(body)
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if not self._committed and isinstance(self._stream, SYNC_STREAMS):
             # The client stopped early: read the rest from where it stopped.
             self._buffer.extend(self._sync if self._sync is not None else self._stream)
@@ -433,6 +464,9 @@ class RecordingStream(DualByteStream):
             self._stream.close()
 
     async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if not self._committed and isinstance(self._stream, ASYNC_STREAMS):
             remaining = self._async if self._async is not None else aiter(self._stream)
             self._buffer.extend([chunk async for chunk in remaining])
