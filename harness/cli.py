@@ -215,6 +215,57 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
 
 
+@main.command()
+@click.option(
+    "--cassettes",
+    "cassettes_dir",
+    type=_Path(path_type=Path, file_okay=False),
+    default=Path("cassettes"),
+    show_default=True,
+    help="Folder of the cassettes served under /c/<name>/...",
+)
+@click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port; 0 picks a free one.",
+)
+@click.option(
+    "--ready-file",
+    type=_Path(path_type=Path, dir_okay=False),
+    help="Write the server's base URL here once it accepts connections.",
+)
+def serve(
+    cassettes_dir: Path, record_mode: str, host: str, port: int, ready_file: Path | None
+) -> None:
+    """Serve OpenAI and Anthropic APIs from cassettes and scripts until interrupted.
+
+    An SDK's base URL is http://HOST:PORT/c/<cassette>/v1 (OpenAI) or .../c/<cassette>
+    (Anthropic); sessions are opened with POST /_harness/sessions. Record modes forward misses to
+    the provider with this process's OPENAI_API_KEY / ANTHROPIC_API_KEY.
+    """
+    import os
+
+    from harness.cassettes import RecordMode
+    from harness.serve import ServeConfig, serve_forever
+
+    config = ServeConfig(
+        cassettes=cassettes_dir, record_mode=RecordMode.parse(record_mode), environ=dict(os.environ)
+    )
+    _or_invalid(
+        lambda: serve_forever(
+            config,
+            host=host,
+            port=port,
+            ready_file=ready_file,
+            announce=lambda line: click.echo(line),
+        )
+    )
+
+
 @main.group(invoke_without_command=True)
 @click.pass_context
 def schema(context: click.Context) -> None:

@@ -897,8 +897,7 @@ class AgentCall:
         return tuple(
             (number, request)
             for number, request in enumerate(self.requests, start=1)
-            if request.tool_choice == NamedToolChoice(name=output_tool)
-            or (request.tool_choice == "required" and request.tool_names() == (output_tool,))
+            if request.forces_tool(output_tool)
         )
 
 

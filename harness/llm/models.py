@@ -156,6 +156,14 @@ class LlmRequest(WireModel):
     def tool_names(self) -> tuple[str, ...]:
         return tuple(tool.name for tool in self.tools)
 
+    def forces_tool(self, name: str) -> bool:
+        """Whether this request forces the model to call `name`: its tool choice names it, or is
+        `required` with `name` the only tool offered. This is how a forced-completion call is told
+        apart from a work call, whatever runtime sent it."""
+        return self.tool_choice == NamedToolChoice(name=name) or (
+            self.tool_choice == "required" and self.tool_names() == (name,)
+        )
+
 
 class Usage(WireModel):
     input_tokens: NonNegativeInt = 0

@@ -1,0 +1,337 @@
+"""`harness serve`: an OpenAI- and Anthropic-compatible HTTP server that replays (and records)
+cassettes and scripts, for clients in any language.
+
+The server is an ASGI app (Starlette). Each provider request is turned into an `httpx2` request
+and answered by the same `CassetteTransport` or `ScriptTransport` the Python API uses, so replay,
+recording, scrubbing, tamper evidence and merged saves are the ones tested everywhere else; the
+server only routes, relays the answer as it is produced (an SSE stream event by event), and turns
+harness errors into the provider's own error format, so each SDK raises its own typed error.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import httpx2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route as StarletteRoute
+
+from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
+from harness.errors import CassetteError, HarnessError
+from harness.http_clients import HTTP_ERRORS
+from harness.llm.adapters import adapter_for
+from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
+from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
+from harness.serve.routing import ENDPOINTS, Provider, Route, RouteError, cassette_path, route
+
+CONTROL_PREFIX: Final = "/_harness"
+DEFAULT_OUTPUT_TOOL: Final = "__finish__"
+
+_HOP_BY_HOP: Final = frozenset(
+    {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
+)
+_CLIENT_CREDENTIALS: Final = frozenset({"authorization", "x-api-key", "api-key"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeConfig:
+    """What the server serves and where a record mode forwards misses.
+
+    `environ` is the *server's* environment: the provider keys (`OPENAI_API_KEY`,
+    `ANTHROPIC_API_KEY`) and base URLs (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) a recording is
+    forwarded with. A client's own credentials are never forwarded.
+    """
+
+    cassettes: Path = Path("cassettes")
+    record_mode: RecordMode = RecordMode.NONE
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+    def upstream(self, provider: Provider) -> str:
+        base = self.environ.get(BASE_URL_VARIABLES[provider]) or DEFAULT_BASE_URLS[provider]
+        return base.rstrip("/").removesuffix("/v1")
+
+    def credentials(self, provider: Provider) -> dict[str, str]:
+        key = self.environ.get(API_KEY_VARIABLES[provider])
+        if not key:
+            return {}
+        return {"x-api-key": key} if provider == "anthropic" else {"authorization": f"Bearer {key}"}
+
+
+class SessionSpec(BaseModel):
+    """The body of `POST /_harness/sessions`: a script (with its provider) or a cassette."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    script: list[ScriptedReply] | None = None
+    provider: Provider | None = None
+    cassette: str | None = None
+    record_mode: RecordMode | None = None
+    output_tool: str = Field(default=DEFAULT_OUTPUT_TOOL, min_length=1)
+
+
+@dataclass
+class ReceivedRequest:
+    endpoint: str
+    provider: Provider
+    body: bytes
+
+
+@dataclass
+class Session:
+    """Replies attached to `/s/<id>/...`, and every request they answered."""
+
+    id: str
+    transport: ScriptTransport | CassetteTransport
+    output_tool: str
+    received: list[ReceivedRequest] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        """The requests received, each read into the harness's neutral request model and called
+        `forced` when it forces the output tool, else `work`."""
+        requests: list[dict[str, Any]] = []
+        for index, received in enumerate(self.received):
+            entry: dict[str, Any] = {
+                "index": index,
+                "endpoint": received.endpoint,
+                "provider": received.provider,
+            }
+            try:
+                parsed = adapter_for(received.provider).parse_request(json.loads(received.body))
+            except (ValueError, HarnessError) as error:
+                entry["error"] = str(error)
+            else:
+                entry["kind"] = "forced" if parsed.forces_tool(self.output_tool) else "work"
+                entry["request"] = parsed.model_dump(mode="json")
+            requests.append(entry)
+        return {"id": self.id, "output_tool": self.output_tool, "requests": requests}
+
+
+class ReplayApp:
+    """The server's state: one transport per cassette, and the open sessions."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.cassettes: dict[Path, CassetteTransport] = {}
+        self.sessions: dict[str, Session] = {}
+        self.app = Starlette(
+            routes=[
+                StarletteRoute(f"{CONTROL_PREFIX}/health", self.health, methods=["GET"]),
+                StarletteRoute(f"{CONTROL_PREFIX}/sessions", self.open_session, methods=["POST"]),
+                StarletteRoute(
+                    f"{CONTROL_PREFIX}/sessions/{{session_id}}",
+                    self.session_endpoint,
+                    methods=["GET", "DELETE"],
+                ),
+                StarletteRoute("/{path:path}", self.provider_call, methods=_ALL_METHODS),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        await self.close()
+
+    # -- the provider APIs ------------------------------------------------------------------------
+
+    async def provider_call(self, request: Request) -> Response:
+        try:
+            target = route(request.url.path)
+        except RouteError as error:
+            return _provider_error(error.provider, error.status, "not_found_error", str(error))
+        if request.method != "POST":
+            return _provider_error(
+                target.provider,
+                405,
+                "invalid_request_error",
+                f"{request.method} is not allowed on {target.endpoint}; the API takes POST",
+            )
+        body = await request.body()
+        try:
+            transport, session = self._transport_for(target)
+        except RouteError as error:
+            return _provider_error(error.provider, error.status, "not_found_error", str(error))
+        except CassetteError as error:
+            return _provider_error(target.provider, 404, "not_found_error", str(error))
+        if session is not None:
+            session.received.append(ReceivedRequest(target.endpoint, target.provider, body))
+        upstream = self._upstream_request(request, target, body)
+        try:
+            response = await transport.handle_async_request(upstream)
+        except CassetteMiss as miss:
+            return _provider_error(target.provider, 404, "not_found_error", str(miss))
+        except ScriptExhausted as exhausted:
+            return _provider_error(target.provider, 404, "not_found_error", str(exhausted))
+        except HarnessError as error:
+            return _provider_error(target.provider, 400, "invalid_request_error", str(error))
+        except HTTP_ERRORS as error:  # recording, and the provider cannot be reached
+            return _provider_error(
+                target.provider,
+                502,
+                "api_error",
+                f"the provider could not be reached to record this request "
+                f"({type(error).__name__}); check {target.provider.upper()}_BASE_URL",
+            )
+        return StreamingResponse(
+            self._relay(response, transport),
+            status_code=response.status_code,
+            headers={
+                name: value
+                for name, value in response.headers.multi_items()
+                if name.lower() not in _HOP_BY_HOP
+            },
+        )
+
+    def _transport_for(
+        self, target: Route
+    ) -> tuple[CassetteTransport | ScriptTransport, Session | None]:
+        if target.kind == "session":
+            session = self.sessions.get(target.name)
+            if session is None:
+                raise RouteError(
+                    f"no session {target.name!r}: open one with POST {CONTROL_PREFIX}/sessions",
+                    provider=target.provider,
+                )
+            return session.transport, session
+        path = cassette_path(self.config.cassettes, target.name, target.provider)
+        transport = self.cassettes.get(path)
+        if transport is None:
+            transport = CassetteTransport(
+                path, mode=self.config.record_mode, provider=target.provider
+            )
+            self.cassettes[path] = transport
+        return transport, None
+
+    def _upstream_request(self, request: Request, target: Route, body: bytes) -> httpx2.Request:
+        """The request as the provider would receive it: its own path, the client's headers
+        without their credentials, and the server's credentials when recording."""
+        headers = [
+            (name, value)
+            for name, value in request.headers.items()
+            if name.lower() not in _HOP_BY_HOP and name.lower() not in _CLIENT_CREDENTIALS
+        ]
+        if self.config.record_mode is not RecordMode.NONE:
+            headers.extend(self.config.credentials(target.provider).items())
+        query = request.url.query
+        url = (
+            self.config.upstream(target.provider) + target.endpoint + (f"?{query}" if query else "")
+        )
+        return httpx2.Request("POST", url, headers=headers, content=body)
+
+    async def _relay(
+        self, response: httpx2.Response, transport: CassetteTransport | ScriptTransport
+    ) -> AsyncIterator[bytes]:
+        """The answer, chunk by chunk as it is produced (one chunk per SSE event). A client that
+        goes away mid-stream only stops the relay: a recording is still read to its end and
+        saved."""
+        try:
+            if response.is_stream_consumed:  # built from content: the body is already here
+                yield response.content
+            else:
+                async for chunk in response.aiter_raw():
+                    yield chunk
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+                if isinstance(transport, CassetteTransport) and transport.recording:
+                    await anyio.to_thread.run_sync(transport.save)
+
+    # -- control --------------------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def open_session(self, request: Request) -> Response:
+        try:
+            spec = SessionSpec.model_validate_json(await request.body())
+            session = self._session(spec)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc']) or '(body)'}: {problem['msg']}"
+                for problem in error.errors(include_input=False)
+            )
+            return _control_error(400, f"invalid session: {problems}")
+        except (RouteError, HarnessError) as error:
+            return _control_error(getattr(error, "status", 400), str(error))
+        self.sessions[session.id] = session
+        base = str(request.base_url).rstrip("/") + f"/s/{session.id}"
+        return JSONResponse(
+            {
+                "id": session.id,
+                "url": base,
+                "base_urls": {"openai": f"{base}/v1", "anthropic": base},
+            },
+            status_code=201,
+        )
+
+    def _session(self, spec: SessionSpec) -> Session:
+        identifier = uuid.uuid4().hex
+        if (spec.script is None) == (spec.cassette is None):
+            raise RouteError("a session needs exactly one of script and cassette", status=400)
+        if spec.script is not None:
+            if spec.provider is None:
+                raise RouteError(
+                    "a script session needs its provider: openai or anthropic", status=400
+                )
+            transport: ScriptTransport | CassetteTransport = ScriptTransport(
+                spec.provider, list(spec.script)
+            )
+        else:
+            assert spec.cassette is not None
+            transport = CassetteTransport(
+                cassette_path(self.config.cassettes, spec.cassette),
+                mode=spec.record_mode or self.config.record_mode,
+            )
+        return Session(identifier, transport, spec.output_tool)
+
+    async def session_endpoint(self, request: Request) -> Response:
+        identifier = request.path_params["session_id"]
+        session = self.sessions.get(identifier)
+        if session is None:
+            return _control_error(404, f"no session {identifier!r}")
+        if request.method == "DELETE":
+            del self.sessions[identifier]
+            await anyio.to_thread.run_sync(_close, session.transport)
+            return JSONResponse({"id": identifier, "deleted": True})
+        return JSONResponse(session.report())
+
+    async def close(self) -> None:
+        """Close every transport: recordings are saved, unplayed interactions logged."""
+        for transport in [*self.cassettes.values(), *(s.transport for s in self.sessions.values())]:
+            await anyio.to_thread.run_sync(_close, transport)
+        self.cassettes.clear()
+        self.sessions.clear()
+
+
+_ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _close(transport: CassetteTransport | ScriptTransport) -> None:
+    transport.close()
+
+
+def _provider_error(provider: Provider, status: int, error_type: str, message: str) -> Response:
+    """An error in `provider`'s own format, so its SDK raises its own typed error for `status`."""
+    return JSONResponse(adapter_for(provider).render_error(status, error_type, message), status)
+
+
+def _control_error(status: int, message: str) -> Response:
+    return JSONResponse({"error": {"message": message}}, status)
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    """The ASGI app serving `config`."""
+    return ReplayApp(config).app
+
+
+__all__ = ["ENDPOINTS", "ReplayApp", "ServeConfig", "Session", "SessionSpec", "create_app"]

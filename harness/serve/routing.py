@@ -1,0 +1,106 @@
+"""Which cassette or session a request is for, and which provider endpoint it calls.
+
+`/c/<cassette>/v1/chat/completions` serves `<cassettes>/<cassette>.json`; `/s/<session>/v1/...`
+serves what a session attached. The endpoint is recognised at the end of the path, so a cassette
+may live in folders of any name (`/c/v1/old/v1/messages` is cassette `v1/old`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Final, Literal
+
+from harness.errors import HarnessError
+
+Provider = Literal["openai", "anthropic"]
+
+ENDPOINTS: Final[dict[str, Provider]] = {
+    "/v1/chat/completions": "openai",
+    "/v1/responses": "openai",
+    "/v1/messages": "anthropic",
+}
+"""The provider APIs the server speaks, by path."""
+
+_ENDPOINT = re.compile(r"(?P<endpoint>" + "|".join(re.escape(path) for path in ENDPOINTS) + r")$")
+
+
+class RouteError(HarnessError, ValueError):
+    """A request path names no cassette, session or provider endpoint the server serves, or a
+    cassette outside the cassettes folder. `status` is the HTTP status it is answered with."""
+
+    code = "serve_route_invalid"
+
+    def __init__(self, message: str, *, status: int = 404, provider: Provider = "openai") -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+@dataclass(frozen=True)
+class Route:
+    """A parsed request path: a cassette name or a session id, and the provider endpoint."""
+
+    kind: Literal["cassette", "session"]
+    name: str
+    endpoint: str
+
+    @property
+    def provider(self) -> Provider:
+        return ENDPOINTS[self.endpoint]
+
+
+def route(path: str) -> Route:
+    """The route of a request path (`/c/<cassette>/<endpoint>` or `/s/<session>/<endpoint>`)."""
+    kind: Literal["cassette", "session"]
+    if path.startswith("/c/"):
+        kind, rest = "cassette", path[3:]
+    elif path.startswith("/s/"):
+        kind, rest = "session", path[3:]
+    else:
+        raise RouteError(
+            f"no route for {_shown(path)}: requests go to /c/<cassette>/v1/... (a cassette under "
+            "the cassettes folder) or /s/<session>/v1/... (a session from POST /_harness/sessions)"
+        )
+    found = _ENDPOINT.search(rest)
+    if found is None or found.start() == 0:
+        raise RouteError(
+            f"no provider endpoint at the end of {_shown(path)}; the server speaks "
+            f"{', '.join(ENDPOINTS)} after the {kind} name"
+        )
+    name = rest[: found.start()].strip("/")
+    return Route(kind=kind, name=name, endpoint=found.group("endpoint"))
+
+
+def cassette_path(folder: Path, name: str, provider: Provider = "openai") -> Path:
+    """`<folder>/<name>.json`, refusing names that would leave `folder` (`..`, absolute paths,
+    backslashes, NUL bytes): nothing a client sends may reach a file outside it."""
+    parts = PurePosixPath(name).parts
+    if (
+        not name
+        or name.startswith("/")
+        or "\\" in name
+        or "\x00" in name
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise RouteError(
+            f"cassette name {_shown(name)} is refused: give a relative path inside the cassettes "
+            "folder, without '..'",
+            status=400,
+            provider=provider,
+        )
+    root = folder.resolve()
+    path = root.joinpath(*parts[:-1], parts[-1] + ".json")
+    if not path.resolve().is_relative_to(root):  # a symlink out of the folder
+        raise RouteError(
+            f"cassette {_shown(name)} resolves outside the cassettes folder",
+            status=400,
+            provider=provider,
+        )
+    return path
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

@@ -1,0 +1,218 @@
+"""Running the replay server: in the foreground for `harness serve`, or in a background thread as
+a context manager for tests (`with ReplayServer(...) as server: ...`)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Self
+
+import httpx2
+import uvicorn
+
+from harness.cassettes import RecordMode
+from harness.errors import HarnessError
+from harness.files import write_atomically
+from harness.llm.script import ScriptedReply
+from harness.serve.app import DEFAULT_OUTPUT_TOOL, ServeConfig, create_app
+from harness.serve.routing import Provider
+
+STARTUP_SECONDS: Final = 30.0
+
+
+class ServeError(HarnessError, OSError):
+    """The server cannot start (the address is taken, the ready file cannot be written) or a
+    control call to it failed."""
+
+    code = "serve_failed"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, calling `on_ready` once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.should_exit:
+            self._on_ready()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on `host:port` (`port` 0 picks a free one), or `ServeError`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(2048)
+    except OSError as error:
+        listener.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    listener.setblocking(False)
+    return listener
+
+
+def base_url(listener: socket.socket) -> str:
+    host, port = listener.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _uvicorn_config(config: ServeConfig) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(config), log_level="warning", access_log=False, lifespan="on", http="h11"
+    )
+
+
+def serve_forever(
+    config: ServeConfig,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ready_file: Path | None = None,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Serve until interrupted. Once connections are accepted, the base URL is announced and
+    written to `ready_file` (atomically, so a reader never sees half of it)."""
+    listener = bind(host, port)
+    url = base_url(listener)
+
+    def ready() -> None:
+        if ready_file is not None:
+            write_atomically(ready_file, (url + "\n").encode("utf-8"))
+        announce(f"harness serve: listening on {url}")
+
+    _Server(_uvicorn_config(config), ready).run(sockets=[listener])
+
+
+class ReplayServer:
+    """`harness serve` in a background thread, for tests:
+
+    ```python
+    with ReplayServer(cassettes="cassettes") as server:
+        client = openai.OpenAI(base_url=server.cassette_url("agent/weather", "openai"))
+        session = server.session(script=[{"text": "It is Paris."}], provider="openai")
+        ...session.requests()
+    ```
+    """
+
+    def __init__(
+        self,
+        cassettes: str | Path = "cassettes",
+        *,
+        record_mode: str | RecordMode = RecordMode.NONE,
+        environ: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.config = ServeConfig(
+            cassettes=Path(cassettes),
+            record_mode=RecordMode.parse(record_mode),
+            environ=dict(environ or {}),
+        )
+        self._listener = bind(host, port)
+        self.url = base_url(self._listener)
+        self._ready = threading.Event()
+        self._server = _Server(_uvicorn_config(self.config), self._ready.set)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._listener]}, daemon=True
+        )
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        if not self._ready.wait(STARTUP_SECONDS) or not self._thread.is_alive():
+            self.stop()
+            raise ServeError(f"the replay server did not start within {STARTUP_SECONDS:g}s")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving; recordings are saved as the transports close."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(STARTUP_SECONDS)
+        self._listener.close()
+
+    def cassette_url(self, cassette: str, provider: Provider) -> str:
+        """The base URL an SDK of `provider` takes to use `cassette` (`/v1` included for OpenAI)."""
+        base = f"{self.url}/c/{cassette}"
+        return f"{base}/v1" if provider == "openai" else base
+
+    def session(
+        self,
+        *,
+        script: Sequence[ScriptedReply | Mapping[str, Any]] | None = None,
+        provider: Provider | None = None,
+        cassette: str | None = None,
+        record_mode: str | RecordMode | None = None,
+        output_tool: str = DEFAULT_OUTPUT_TOOL,
+    ) -> ServerSession:
+        """Open a session serving `script` (rendered as `provider`'s wire) or `cassette`."""
+        body: dict[str, Any] = {"output_tool": output_tool}
+        if script is not None:
+            body["script"] = [
+                reply.model_dump(mode="json", exclude_defaults=True)
+                if isinstance(reply, ScriptedReply)
+                else reply
+                for reply in script
+            ]
+            body["provider"] = provider
+        if cassette is not None:
+            body["cassette"] = cassette
+        if record_mode is not None:
+            body["record_mode"] = str(RecordMode.parse(record_mode))
+        answer = _control("POST", f"{self.url}/_harness/sessions", body)
+        return ServerSession(self.url, answer["id"], answer["base_urls"])
+
+
+class ServerSession:
+    """A session of a running server: the base URLs its clients take, and what it received."""
+
+    def __init__(self, server_url: str, identifier: str, base_urls: Mapping[str, str]) -> None:
+        self.id = identifier
+        self._control_url = f"{server_url}/_harness/sessions/{identifier}"
+        self.base_urls = dict(base_urls)
+
+    def base_url(self, provider: Provider) -> str:
+        return self.base_urls[provider]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request received, parsed into the neutral request model and called `work` or
+        `forced` (see `GET /_harness/sessions/<id>`)."""
+        requests: list[dict[str, Any]] = _control("GET", self._control_url)["requests"]
+        return requests
+
+    def close(self) -> None:
+        _control("DELETE", self._control_url)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _control(method: str, url: str, body: object = None) -> dict[str, Any]:
+    try:
+        response = httpx2.request(
+            method, url, content=None if body is None else json.dumps(body), timeout=30
+        )
+    except httpx2.HTTPError as error:
+        raise ServeError(f"{method} {url} failed: {type(error).__name__}") from None
+    payload: dict[str, Any] = response.json()
+    if response.is_error:
+        raise ServeError(f"{method} {url}: {payload.get('error', {}).get('message', payload)}")
+    return payload
