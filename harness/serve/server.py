@@ -3,6 +3,7 @@ a context manager for tests (`with ReplayServer(...) as server: ...`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -78,8 +79,9 @@ def serve_forever(
     ready_file: Path | None = None,
     announce: Callable[[str], None] = print,
 ) -> None:
-    """Serve until interrupted. Once connections are accepted, the base URL is announced and
-    written to `ready_file` (atomically, so a reader never sees half of it)."""
+    """Serve until interrupted, then return (Ctrl-C is a normal stop). Once connections are
+    accepted, the base URL is announced and written to `ready_file` (atomically, so a reader
+    never sees half of it)."""
     listener = bind(host, port)
     url = base_url(listener)
 
@@ -88,7 +90,10 @@ def serve_forever(
             write_atomically(ready_file, (url + "\n").encode("utf-8"))
         announce(f"harness serve: listening on {url}")
 
-    _Server(_uvicorn_config(config), ready).run(sockets=[listener])
+    # Ctrl-C is how a user stops the server. uvicorn has shut down cleanly (recordings saved)
+    # before it raises the signal again; that is a normal end, not a failure.
+    with contextlib.suppress(KeyboardInterrupt):
+        _Server(_uvicorn_config(config), ready).run(sockets=[listener])
 
 
 class ReplayServer:
