@@ -35,9 +35,7 @@ def test_a_path_the_server_does_not_serve_is_a_404(path: str) -> None:
     assert caught.value.status == 404
 
 
-@pytest.mark.parametrize(
-    "name", ["", "../outside", "a/../../b", "/etc/passwd", "a\\b", "nul\x00"]
-)
+@pytest.mark.parametrize("name", ["", "../outside", "a/../../b", "/etc/passwd", "a\\b", "nul\x00"])
 def test_a_cassette_name_that_would_leave_the_folder_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(RouteError) as caught:
         cassette_path(tmp_path, name)
