@@ -85,6 +85,8 @@ class NodeResult(BaseModel):
 
 @dataclass(frozen=True)
 class NodeSdks:
+    """The driver, run by the `node` at this path."""
+
     node: str
 
     @classmethod
