@@ -146,9 +146,10 @@ class ReplayApp:
 
     async def provider_call(self, request: Request) -> Response:
         try:
-            target = route(request.url.path)
+            # the path as the client sent it, percent-decoded: `request.url.path` escapes `\`
+            target = route(request.scope["path"])
         except RouteError as error:
-            return _provider_error(error.provider, error.status, "not_found_error", str(error))
+            return _route_error(error)
         if request.method != "POST":
             return _provider_error(
                 target.provider,
@@ -160,7 +161,7 @@ class ReplayApp:
         try:
             transport, session = self._transport_for(target)
         except RouteError as error:
-            return _provider_error(error.provider, error.status, "not_found_error", str(error))
+            return _route_error(error)
         except CassetteError as error:
             return _provider_error(target.provider, 404, "not_found_error", str(error))
         if session is not None:
@@ -323,6 +324,12 @@ def _close(transport: CassetteTransport | ScriptTransport) -> None:
 def _provider_error(provider: Provider, status: int, error_type: str, message: str) -> Response:
     """An error in `provider`'s own format, so its SDK raises its own typed error for `status`."""
     return JSONResponse(adapter_for(provider).render_error(status, error_type, message), status)
+
+
+def _route_error(error: RouteError) -> Response:
+    # a refused cassette name is a bad request, not a missing cassette
+    error_type = "invalid_request_error" if error.status == 400 else "not_found_error"
+    return _provider_error(error.provider, error.status, error_type, str(error))
 
 
 def _control_error(status: int, message: str) -> Response:
