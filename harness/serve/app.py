@@ -27,9 +27,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 
 from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
+from harness.cassettes.key import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import HTTP_ERRORS
-from harness.llm.adapters import adapter_for
+from harness.llm.adapters import adapter_for, json_type
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
 from harness.serve.routing import ENDPOINTS, Provider, Route, RouteError, cassette_path, route
@@ -158,6 +159,9 @@ class ReplayApp:
                 f"{request.method} is not allowed on {target.endpoint}; the API takes POST",
             )
         body = await request.body()
+        problem = _not_a_json_object(body)
+        if problem is not None:
+            return _provider_error(target.provider, 400, "invalid_request_error", problem)
         try:
             transport, session = self._transport_for(target)
         except RouteError as error:
@@ -319,6 +323,29 @@ _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS
 
 def _close(transport: CassetteTransport | ScriptTransport) -> None:
     transport.close()
+
+
+def _not_a_json_object(body: bytes) -> str | None:
+    """Why `body` is not the JSON object every provider endpoint takes, or None. The reason
+    names a position or a type, never the content (it may be the user's prompt)."""
+    is_json, value = parse_json_body(body)
+    if is_json:
+        if isinstance(value, dict):
+            return None
+        reason = f"it is {json_type(value)}"
+    elif not body:
+        reason = "it is empty"
+    elif json_nesting_depth(body) > MAX_BODY_DEPTH:
+        reason = f"it nests deeper than {MAX_BODY_DEPTH} levels"
+    else:
+        try:
+            json.loads(body)
+            reason = "it holds NaN or Infinity, which are not JSON numbers"
+        except UnicodeDecodeError as error:
+            reason = f"it is not UTF-8 text (byte {error.start})"
+        except json.JSONDecodeError as error:
+            reason = f"{error.msg} at line {error.lineno} column {error.colno}"
+    return f"the request body is not a JSON object: {reason}; send the request as a JSON object"
 
 
 def _provider_error(provider: Provider, status: int, error_type: str, message: str) -> Response:
