@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import anyio
 import httpx2
@@ -170,7 +170,7 @@ class ReplayApp:
             return _provider_error(target.provider, 404, "not_found_error", str(error))
         if session is not None:
             session.received.append(ReceivedRequest(target.endpoint, target.provider, body))
-        upstream = self._upstream_request(request, target, body)
+        upstream = self._upstream_request(request, target, body, _records(transport))
         try:
             response = await transport.handle_async_request(upstream)
         except CassetteMiss as miss:
@@ -217,15 +217,18 @@ class ReplayApp:
             self.cassettes[path] = transport
         return transport, None
 
-    def _upstream_request(self, request: Request, target: Route, body: bytes) -> httpx2.Request:
+    def _upstream_request(
+        self, request: Request, target: Route, body: bytes, recording: bool
+    ) -> httpx2.Request:
         """The request as the provider would receive it: its own path, the client's headers
-        without their credentials, and the server's credentials when recording."""
+        without their credentials, and the server's credentials when a miss is recorded (a
+        session may record on a server that does not)."""
         headers = [
             (name, value)
             for name, value in request.headers.items()
             if name.lower() not in _HOP_BY_HOP and name.lower() not in _CLIENT_CREDENTIALS
         ]
-        if self.config.record_mode is not RecordMode.NONE:
+        if recording:
             headers.extend(self.config.credentials(target.provider).items())
         query = request.url.query
         url = (
@@ -248,7 +251,7 @@ class ReplayApp:
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
-                if isinstance(transport, CassetteTransport) and transport.recording:
+                if _records(transport):
                     await anyio.to_thread.run_sync(transport.save)
 
     # -- control --------------------------------------------------------------------------------
@@ -319,6 +322,11 @@ class ReplayApp:
 
 
 _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _records(transport: CassetteTransport | ScriptTransport) -> TypeGuard[CassetteTransport]:
+    """Whether `transport` records what it cannot replay."""
+    return isinstance(transport, CassetteTransport) and transport.recording
 
 
 def _close(transport: CassetteTransport | ScriptTransport) -> None:
