@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
+from starlette.types import Receive, Scope, Send
 
 from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
 from harness.cassettes.key import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
@@ -42,6 +43,10 @@ _HOP_BY_HOP: Final = frozenset(
     {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
 _CLIENT_CREDENTIALS: Final = frozenset({"authorization", "x-api-key", "api-key"})
+_UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0).as_dict()
+"""How long a recording waits on the provider: the official SDKs' own default of ten minutes,
+so a provider that stops answering cannot hold a relay (which a client leaving does not stop)
+forever."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,8 +192,9 @@ class ReplayApp:
                 f"the provider could not be reached to record this request "
                 f"({type(error).__name__}); check {target.provider.upper()}_BASE_URL",
             )
-        return StreamingResponse(
-            self._relay(response, transport),
+        return _RelayResponse(
+            response,
+            transport,
             status_code=response.status_code,
             headers={
                 name: value
@@ -234,25 +240,9 @@ class ReplayApp:
         url = (
             self.config.upstream(target.provider) + target.endpoint + (f"?{query}" if query else "")
         )
-        return httpx2.Request("POST", url, headers=headers, content=body)
-
-    async def _relay(
-        self, response: httpx2.Response, transport: CassetteTransport | ScriptTransport
-    ) -> AsyncIterator[bytes]:
-        """The answer, chunk by chunk as it is produced (one chunk per SSE event). A client that
-        goes away mid-stream only stops the relay: a recording is still read to its end and
-        saved."""
-        try:
-            if response.is_stream_consumed:  # built from content: the body is already here
-                yield response.content
-            else:
-                async for chunk in response.aiter_raw():
-                    yield chunk
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
-                if _records(transport):
-                    await anyio.to_thread.run_sync(transport.save)
+        return httpx2.Request(
+            "POST", url, headers=headers, content=body, extensions={"timeout": _UPSTREAM_TIMEOUT}
+        )
 
     # -- control --------------------------------------------------------------------------------
 
@@ -319,6 +309,57 @@ class ReplayApp:
             await anyio.to_thread.run_sync(_close, transport)
         self.cassettes.clear()
         self.sessions.clear()
+
+
+class _RelayResponse(StreamingResponse):
+    """The answer, relayed chunk by chunk as it is produced (one chunk per SSE event).
+
+    A client that goes away mid-stream only stops the relay: when the exchange ends, however it
+    ends, the provider's answer is read to its end and a recording saved. Starlette stops
+    iterating when the client leaves without closing anything, so this is done here, at once,
+    not whenever the garbage collector gets to an abandoned generator. In record mode `all`
+    nothing is saved until the cassette closes: a save in the middle of a re-recording would
+    replace the cassette with the first answers alone, so re-recording unchanged traffic would
+    rewrite it.
+    """
+
+    def __init__(
+        self,
+        upstream: httpx2.Response,
+        transport: CassetteTransport | ScriptTransport,
+        **options: Any,
+    ) -> None:
+        self._chunks = _chunks(upstream)
+        super().__init__(self._chunks, **options)
+        self._upstream = upstream
+        self._transport = transport
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._chunks.aclose()
+                await self._upstream.aclose()  # a recording reads the rest here
+                transport = self._transport
+                if _records(transport) and transport.mode is not RecordMode.ALL:
+                    await anyio.to_thread.run_sync(transport.save)
+
+
+async def _chunks(upstream: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """`upstream`'s body as it arrives. Each read is shielded from the client going away:
+    cancelling it mid-read would end the provider's stream there, and the part read so far
+    would be recorded as the whole answer."""
+    if upstream.is_stream_consumed:  # built from content: the body is already here
+        yield upstream.content
+        return
+    chunks = upstream.aiter_raw()
+    while True:
+        with anyio.CancelScope(shield=True):
+            chunk = await anext(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
 
 
 _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
