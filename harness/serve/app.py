@@ -299,14 +299,18 @@ class ReplayApp:
             return _control_error(404, f"no session {identifier!r}")
         if request.method == "DELETE":
             del self.sessions[identifier]
-            await anyio.to_thread.run_sync(_close, session.transport)
+            await session.transport.aclose()
             return JSONResponse({"id": identifier, "deleted": True})
         return JSONResponse(session.report())
 
     async def close(self) -> None:
-        """Close every transport: recordings are saved, unplayed interactions logged."""
+        """Close every transport: recordings are saved, unplayed interactions logged.
+
+        `aclose`, on the server's loop: a recording reaches the provider through async
+        connections, which the sync `close` leaves open.
+        """
         for transport in [*self.cassettes.values(), *(s.transport for s in self.sessions.values())]:
-            await anyio.to_thread.run_sync(_close, transport)
+            await transport.aclose()
         self.cassettes.clear()
         self.sessions.clear()
 
@@ -368,10 +372,6 @@ _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS
 def _records(transport: CassetteTransport | ScriptTransport) -> TypeGuard[CassetteTransport]:
     """Whether `transport` records what it cannot replay."""
     return isinstance(transport, CassetteTransport) and transport.recording
-
-
-def _close(transport: CassetteTransport | ScriptTransport) -> None:
-    transport.close()
 
 
 def _not_a_json_object(body: bytes) -> str | None:
