@@ -179,7 +179,8 @@ class ReplayApp:
         try:
             response = await transport.handle_async_request(upstream)
         except CassetteMiss as miss:
-            return _provider_error(target.provider, 404, "not_found_error", str(miss))
+            message = str(miss) + _replay_again_hint(transport, upstream)
+            return _provider_error(target.provider, 404, "not_found_error", message)
         except ScriptExhausted as exhausted:
             return _provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
@@ -372,6 +373,23 @@ _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS
 def _records(transport: CassetteTransport | ScriptTransport) -> TypeGuard[CassetteTransport]:
     """Whether `transport` records what it cannot replay."""
     return isinstance(transport, CassetteTransport) and transport.recording
+
+
+def _replay_again_hint(
+    transport: CassetteTransport | ScriptTransport, request: httpx2.Request
+) -> str:
+    """For a request whose recorded answers were all played, how to play them again through the
+    server (the miss message's own advice, `allow_repeats`, is not a server setting)."""
+    if not isinstance(transport, CassetteTransport) or not transport.cassette.by_key.get(
+        transport.key_for(request)
+    ):
+        return ""
+    return (
+        "\nThrough harness serve, each recorded answer is played once per /c/<cassette> URL "
+        "(until the server restarts) and once per session: for repeated runs, open a session "
+        f'per run with POST {CONTROL_PREFIX}/sessions {{"cassette": "<name>"}}, which plays the '
+        "cassette from its start."
+    )
 
 
 def _not_a_json_object(body: bytes) -> str | None:
