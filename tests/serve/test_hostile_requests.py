@@ -202,6 +202,40 @@ def test_the_miss_answer_on_the_wire_holds_no_key_either(
     assert not any("CANARY" in value for value in answer.headers.values())
 
 
+def test_a_request_sent_once_more_than_recorded_says_to_open_a_session_per_run(
+    replaying: ReplayServer, site: Site
+) -> None:
+    interaction = first_interaction(site, "openai")
+    with replaying.session(cassette=GOOD["openai"]) as session:
+        with sync_client("openai", session.base_url("openai")) as client:
+            played = send_sync(client, sdk_call(interaction))
+            again = send_sync(client, sdk_call(interaction))
+
+    assert played == recorded_answer(interaction)
+    assert again.error is not None
+    assert again.error.typed == "NotFoundError"
+    message = again.error.body["message"]
+    assert "was recorded 1 time(s) and every recorded occurrence has been played" in message
+    assert message.endswith(
+        "Through harness serve, each recorded answer is played once per /c/<cassette> URL (until "
+        "the server restarts) and once per session: for repeated runs, open a session per run "
+        'with POST /_harness/sessions {"cassette": "<name>"}, which plays the cassette from its '
+        "start."
+    )
+    assert_still_serves(replaying, site)
+
+
+def test_a_request_never_recorded_gets_no_such_advice(replaying: ReplayServer, site: Site) -> None:
+    interaction = first_interaction(site, "openai")
+    changed = replace(sdk_call(interaction), body={**sdk_call(interaction).body, "n": 2})
+    with sync_client("openai", replaying.cassette_url(GOOD["openai"], "openai")) as client:
+        failed = send_sync(client, changed)
+
+    assert failed.error is not None
+    assert "has no interaction for POST /v1/chat/completions" in failed.error.body["message"]
+    assert "session" not in failed.error.body["message"]
+
+
 # -- unknown cassettes and endpoints, bad bodies, wrong methods -----------------------------------
 
 
