@@ -10,6 +10,7 @@ once must both be kept; and a stream must reach the client event by event while 
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -139,6 +140,26 @@ def test_a_session_on_a_replaying_server_records_with_the_servers_key(
     (received,) = echoing.received
     assert received.headers["x-api-key"] == SERVER_KEYS["anthropic"]
     assert b"CANARY" not in (tmp_path / "by-session.json").read_bytes()
+
+
+def test_a_provider_that_cannot_be_reached_is_a_502_naming_the_variable(tmp_path: Path) -> None:
+    with socket.socket() as closed:  # a port nothing listens on once this block ends
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    with ReplayServer(tmp_path, record_mode="once", environ=provider_environ(nowhere)) as server:
+        with sync_client("openai", server.cassette_url("unreachable", "openai")) as client:
+            failed = send_sync(client, asking(CALLS["chat"], "Hello"))
+
+    assert failed.error is not None
+    assert (failed.error.status, failed.error.typed) == (502, "InternalServerError")
+    assert failed.error.body == {
+        "message": "the provider could not be reached to record this request (ConnectError); "
+        "check OPENAI_BASE_URL",
+        "type": "api_error",
+        "param": None,
+        "code": None,
+    }
+    assert not (tmp_path / "unreachable.json").exists()
 
 
 # -- two clients at once ---------------------------------------------------------------------------

@@ -200,8 +200,8 @@ certificate store for each new client would cost more than the calls it makes.""
 
 def sync_client(provider: Provider, base_url: str) -> SyncClient:
     """The SDK client of `provider` on `base_url` (its own default HTTP client), holding its
-    canary key. `max_retries=0`: the SDKs retry 404s and 5xx answers, which would replay the
-    next recording."""
+    canary key. `max_retries=0`: by default the SDKs retry a 429 or 5xx answer after a pause,
+    and the retry plays the next recorded answer instead of the recorded error."""
     key = CLIENT_KEYS[provider]
     if provider == "anthropic":
         http = anthropic.DefaultHttpxClient(verify=_TLS)
