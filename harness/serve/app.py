@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import anyio
 import httpx2
@@ -25,11 +25,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
+from starlette.types import Receive, Scope, Send
 
 from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
+from harness.cassettes.key import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import HTTP_ERRORS
-from harness.llm.adapters import adapter_for
+from harness.llm.adapters import adapter_for, json_type
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
 from harness.serve.routing import ENDPOINTS, Provider, Route, RouteError, cassette_path, route
@@ -41,6 +43,10 @@ _HOP_BY_HOP: Final = frozenset(
     {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
 _CLIENT_CREDENTIALS: Final = frozenset({"authorization", "x-api-key", "api-key"})
+_UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0).as_dict()
+"""How long a recording waits on the provider: the official SDKs' own default of ten minutes,
+so a provider that stops answering cannot hold a relay (which a client leaving does not stop)
+forever."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,9 +152,10 @@ class ReplayApp:
 
     async def provider_call(self, request: Request) -> Response:
         try:
-            target = route(request.url.path)
+            # the path as the client sent it, percent-decoded: `request.url.path` escapes `\`
+            target = route(request.scope["path"])
         except RouteError as error:
-            return _provider_error(error.provider, error.status, "not_found_error", str(error))
+            return _route_error(error)
         if request.method != "POST":
             return _provider_error(
                 target.provider,
@@ -157,19 +164,23 @@ class ReplayApp:
                 f"{request.method} is not allowed on {target.endpoint}; the API takes POST",
             )
         body = await request.body()
+        problem = _not_a_json_object(body)
+        if problem is not None:
+            return _provider_error(target.provider, 400, "invalid_request_error", problem)
         try:
             transport, session = self._transport_for(target)
         except RouteError as error:
-            return _provider_error(error.provider, error.status, "not_found_error", str(error))
+            return _route_error(error)
         except CassetteError as error:
             return _provider_error(target.provider, 404, "not_found_error", str(error))
         if session is not None:
             session.received.append(ReceivedRequest(target.endpoint, target.provider, body))
-        upstream = self._upstream_request(request, target, body)
+        upstream = self._upstream_request(request, target, body, _records(transport))
         try:
             response = await transport.handle_async_request(upstream)
         except CassetteMiss as miss:
-            return _provider_error(target.provider, 404, "not_found_error", str(miss))
+            message = str(miss) + _replay_again_hint(transport, upstream)
+            return _provider_error(target.provider, 404, "not_found_error", message)
         except ScriptExhausted as exhausted:
             return _provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
@@ -182,8 +193,9 @@ class ReplayApp:
                 f"the provider could not be reached to record this request "
                 f"({type(error).__name__}); check {target.provider.upper()}_BASE_URL",
             )
-        return StreamingResponse(
-            self._relay(response, transport),
+        return _RelayResponse(
+            response,
+            transport,
             status_code=response.status_code,
             headers={
                 name: value
@@ -212,39 +224,26 @@ class ReplayApp:
             self.cassettes[path] = transport
         return transport, None
 
-    def _upstream_request(self, request: Request, target: Route, body: bytes) -> httpx2.Request:
+    def _upstream_request(
+        self, request: Request, target: Route, body: bytes, recording: bool
+    ) -> httpx2.Request:
         """The request as the provider would receive it: its own path, the client's headers
-        without their credentials, and the server's credentials when recording."""
+        without their credentials, and the server's credentials when a miss is recorded (a
+        session may record on a server that does not)."""
         headers = [
             (name, value)
             for name, value in request.headers.items()
             if name.lower() not in _HOP_BY_HOP and name.lower() not in _CLIENT_CREDENTIALS
         ]
-        if self.config.record_mode is not RecordMode.NONE:
+        if recording:
             headers.extend(self.config.credentials(target.provider).items())
         query = request.url.query
         url = (
             self.config.upstream(target.provider) + target.endpoint + (f"?{query}" if query else "")
         )
-        return httpx2.Request("POST", url, headers=headers, content=body)
-
-    async def _relay(
-        self, response: httpx2.Response, transport: CassetteTransport | ScriptTransport
-    ) -> AsyncIterator[bytes]:
-        """The answer, chunk by chunk as it is produced (one chunk per SSE event). A client that
-        goes away mid-stream only stops the relay: a recording is still read to its end and
-        saved."""
-        try:
-            if response.is_stream_consumed:  # built from content: the body is already here
-                yield response.content
-            else:
-                async for chunk in response.aiter_raw():
-                    yield chunk
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
-                if isinstance(transport, CassetteTransport) and transport.recording:
-                    await anyio.to_thread.run_sync(transport.save)
+        return httpx2.Request(
+            "POST", url, headers=headers, content=body, extensions={"timeout": _UPSTREAM_TIMEOUT}
+        )
 
     # -- control --------------------------------------------------------------------------------
 
@@ -301,28 +300,130 @@ class ReplayApp:
             return _control_error(404, f"no session {identifier!r}")
         if request.method == "DELETE":
             del self.sessions[identifier]
-            await anyio.to_thread.run_sync(_close, session.transport)
+            await session.transport.aclose()
             return JSONResponse({"id": identifier, "deleted": True})
         return JSONResponse(session.report())
 
     async def close(self) -> None:
-        """Close every transport: recordings are saved, unplayed interactions logged."""
+        """Close every transport: recordings are saved, unplayed interactions logged.
+
+        `aclose`, on the server's loop: a recording reaches the provider through async
+        connections, which the sync `close` leaves open.
+        """
         for transport in [*self.cassettes.values(), *(s.transport for s in self.sessions.values())]:
-            await anyio.to_thread.run_sync(_close, transport)
+            await transport.aclose()
         self.cassettes.clear()
         self.sessions.clear()
+
+
+class _RelayResponse(StreamingResponse):
+    """The answer, relayed chunk by chunk as it is produced (one chunk per SSE event).
+
+    A client that goes away mid-stream only stops the relay: when the exchange ends, however it
+    ends, the provider's answer is read to its end and a recording saved. Starlette stops
+    iterating when the client leaves without closing anything, so this is done here, at once,
+    not whenever the garbage collector gets to an abandoned generator. In record mode `all`
+    nothing is saved until the cassette closes: a save in the middle of a re-recording would
+    replace the cassette with the first answers alone, so re-recording unchanged traffic would
+    rewrite it.
+    """
+
+    def __init__(
+        self,
+        upstream: httpx2.Response,
+        transport: CassetteTransport | ScriptTransport,
+        **options: Any,
+    ) -> None:
+        self._chunks = _chunks(upstream)
+        super().__init__(self._chunks, **options)
+        self._upstream = upstream
+        self._transport = transport
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._chunks.aclose()
+                await self._upstream.aclose()  # a recording reads the rest here
+                transport = self._transport
+                if _records(transport) and transport.mode is not RecordMode.ALL:
+                    await anyio.to_thread.run_sync(transport.save)
+
+
+async def _chunks(upstream: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """`upstream`'s body as it arrives. Each read is shielded from the client going away:
+    cancelling it mid-read would end the provider's stream there, and the part read so far
+    would be recorded as the whole answer."""
+    if upstream.is_stream_consumed:  # built from content: the body is already here
+        yield upstream.content
+        return
+    chunks = upstream.aiter_raw()
+    while True:
+        with anyio.CancelScope(shield=True):
+            chunk = await anext(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
 
 
 _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
-def _close(transport: CassetteTransport | ScriptTransport) -> None:
-    transport.close()
+def _records(transport: CassetteTransport | ScriptTransport) -> TypeGuard[CassetteTransport]:
+    """Whether `transport` records what it cannot replay."""
+    return isinstance(transport, CassetteTransport) and transport.recording
+
+
+def _replay_again_hint(
+    transport: CassetteTransport | ScriptTransport, request: httpx2.Request
+) -> str:
+    """For a request whose recorded answers were all played, how to play them again through the
+    server (the miss message's own advice, `allow_repeats`, is not a server setting)."""
+    if not isinstance(transport, CassetteTransport) or not transport.cassette.by_key.get(
+        transport.key_for(request)
+    ):
+        return ""
+    return (
+        "\nThrough harness serve, each recorded answer is played once per /c/<cassette> URL "
+        "(until the server restarts) and once per session: for repeated runs, open a session "
+        f'per run with POST {CONTROL_PREFIX}/sessions {{"cassette": "<name>"}}, which plays the '
+        "cassette from its start."
+    )
+
+
+def _not_a_json_object(body: bytes) -> str | None:
+    """Why `body` is not the JSON object every provider endpoint takes, or None. The reason
+    names a position or a type, never the content (it may be the user's prompt)."""
+    is_json, value = parse_json_body(body)
+    if is_json:
+        if isinstance(value, dict):
+            return None
+        reason = f"it is {json_type(value)}"
+    elif not body:
+        reason = "it is empty"
+    elif json_nesting_depth(body) > MAX_BODY_DEPTH:
+        reason = f"it nests deeper than {MAX_BODY_DEPTH} levels"
+    else:
+        try:
+            json.loads(body)
+            reason = "it holds NaN or Infinity, which are not JSON numbers"
+        except UnicodeDecodeError as error:
+            reason = f"it is not UTF-8 text (byte {error.start})"
+        except json.JSONDecodeError as error:
+            reason = f"{error.msg} at line {error.lineno} column {error.colno}"
+    return f"the request body is not a JSON object: {reason}; send the request as a JSON object"
 
 
 def _provider_error(provider: Provider, status: int, error_type: str, message: str) -> Response:
     """An error in `provider`'s own format, so its SDK raises its own typed error for `status`."""
     return JSONResponse(adapter_for(provider).render_error(status, error_type, message), status)
+
+
+def _route_error(error: RouteError) -> Response:
+    # a refused cassette name is a bad request, not a missing cassette
+    error_type = "invalid_request_error" if error.status == 400 else "not_found_error"
+    return _provider_error(error.provider, error.status, error_type, str(error))
 
 
 def _control_error(status: int, message: str) -> Response:

@@ -69,7 +69,9 @@ def route(path: str) -> Route:
             f"no provider endpoint at the end of {_shown(path)}; the server speaks "
             f"{', '.join(ENDPOINTS)} after the {kind} name"
         )
-    name = rest[: found.start()].strip("/")
+    # Only trailing slashes go: a leading one makes an absolute name, which `cassette_path`
+    # refuses rather than reading it as a name inside the folder.
+    name = rest[: found.start()].rstrip("/")
     return Route(kind=kind, name=name, endpoint=found.group("endpoint"))
 
 

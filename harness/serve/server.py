@@ -48,7 +48,7 @@ class _Server(uvicorn.Server):
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on `host:port` (`port` 0 picks a free one), or `ServeError`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))

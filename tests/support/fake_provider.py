@@ -19,7 +19,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
@@ -43,12 +43,17 @@ class ReceivedRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class Reply:
-    """One scripted answer: status, extra headers, and a JSON body or a list of SSE blocks."""
+    """One scripted answer: status, extra headers, and a JSON body or a list of SSE blocks.
+
+    `pace`, for a stream, is called before event `index` is written and with `len(events)` once
+    the last one is out, so a test can hold a stream between two events and know when it ended.
+    """
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     events: list[str] | None = None
+    pace: Callable[[int], None] | None = None
 
 
 Script = Callable[[ReceivedRequest], Reply]
@@ -56,8 +61,12 @@ Script = Callable[[ReceivedRequest], Reply]
 
 @dataclass
 class FakeProvider:
+    """A running fake provider: its base URL, every request it received, and the exact body bytes
+    of every answer it finished (in the order of `received` when requests come one at a time)."""
+
     base_url: str
     received: list[ReceivedRequest]
+    sent: list[bytes] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -491,10 +500,39 @@ def answer_by_prompt(outcomes: Mapping[str, Outcome]) -> Script:
     return script
 
 
+class HeldStream:
+    """A script answering every request with `outcome` (`reply_for`), whose streams hold their
+    last event until `release` is set (or `HOLD_SECONDS` pass) and set `last_sent` once it is
+    out: a test sees what a client received while the provider had not finished."""
+
+    HOLD_SECONDS = 10.0
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        self.release = threading.Event()
+        self.last_sent = threading.Event()
+
+    def _pace(self, events: int) -> Callable[[int], None]:
+        def pace(index: int) -> None:
+            if index == events - 1:
+                self.release.wait(self.HOLD_SECONDS)
+            elif index == events:
+                self.last_sent.set()
+
+        return pace
+
+    def __call__(self, request: ReceivedRequest) -> Reply:
+        reply = reply_for(request, self.outcome)
+        if reply.events is None:
+            return reply
+        return replace(reply, pace=self._pace(len(reply.events)))
+
+
 @contextmanager
 def serve(script: Script) -> Iterator[FakeProvider]:
     """Run the fake provider on 127.0.0.1 (a free port) until the block ends."""
     received: list[ReceivedRequest] = []
+    sent: list[bytes] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -516,11 +554,16 @@ def serve(script: Script) -> Iterator[FakeProvider]:
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                for event in reply.events:
+                for index, event in enumerate(reply.events):
+                    if reply.pace is not None:
+                        reply.pace(index)
                     data = event.encode()
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
+                sent.append("".join(reply.events).encode())
+                if reply.pace is not None:
+                    reply.pace(len(reply.events))
                 return
             payload = json.dumps(reply.body).encode()
             for name, value in headers.items():
@@ -528,6 +571,7 @@ def serve(script: Script) -> Iterator[FakeProvider]:
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+            sent.append(payload)
 
         do_GET = do_POST  # a schema or file fetch, for tests that nothing is fetched
 
@@ -540,7 +584,7 @@ def serve(script: Script) -> Iterator[FakeProvider]:
     thread.start()
     try:
         yield FakeProvider(
-            base_url=f"http://127.0.0.1:{server.server_address[1]}", received=received
+            base_url=f"http://127.0.0.1:{server.server_address[1]}", received=received, sent=sent
         )
     finally:
         server.shutdown()
