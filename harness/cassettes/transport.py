@@ -347,7 +347,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             return
         self._closed = True
         for stream in self._unfinished_streams():
-            stream.close()
+            try:
+                stream.close()
+            except Exception as error:  # the provider broke it off: not recorded, others are
+                _log.warning("an abandoned answer was not recorded: %s", type(error).__name__)
         if self.recording:
             self.save()
         for network in self._inner_transports():
@@ -360,7 +363,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             return
         self._closed = True
         for stream in self._unfinished_streams():
-            await stream.aclose()
+            try:
+                await stream.aclose()
+            except Exception as error:  # the provider broke it off: not recorded, others are
+                _log.warning("an abandoned answer was not recorded: %s", type(error).__name__)
         if self.recording:
             self.save()
         for network in self._inner_transports():
@@ -411,7 +417,9 @@ class RecordingStream(DualByteStream):
     """Pass the live body through to the client, chunk by chunk, and record it once complete.
 
     If the client stops reading early, closing the stream reads the rest, so what is recorded is
-    always the whole response. Closing twice closes the inner stream once.
+    always the whole response. A body the provider breaks off (the connection drops mid-stream)
+    is never recorded: a partial answer replayed as a whole one would be a lie. Closing twice
+    closes the inner stream once.
     """
 
     def __init__(self, response: AnyResponse, commit: Callable[[bytes], None]) -> None:
@@ -422,6 +430,7 @@ class RecordingStream(DualByteStream):
         self._async: AsyncIterator[bytes] | None = None
         self._committed = False
         self._closed = False
+        self._broken = False
 
     @property
     def committed(self) -> bool:
@@ -432,22 +441,30 @@ class RecordingStream(DualByteStream):
         if not isinstance(self._stream, SYNC_STREAMS):
             raise RecordModeError("a sync client needs a sync inner transport to record")
         self._sync = iter(self._stream)
-        for chunk in self._sync:
-            self._buffer.append(chunk)
-            yield chunk
+        try:
+            for chunk in self._sync:
+                self._buffer.append(chunk)
+                yield chunk
+        except Exception:
+            self._broken = True
+            raise
         self._finish()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if not isinstance(self._stream, ASYNC_STREAMS):
             raise RecordModeError("an async client needs an async inner transport to record")
         self._async = aiter(self._stream)
-        async for chunk in self._async:
-            self._buffer.append(chunk)
-            yield chunk
+        try:
+            async for chunk in self._async:
+                self._buffer.append(chunk)
+                yield chunk
+        except Exception:
+            self._broken = True
+            raise
         self._finish()
 
     def _finish(self) -> None:
-        if not self._committed:
+        if not self._committed and not self._broken:
             self._committed = True
             body, self._buffer = b"".join(self._buffer), []
             self._commit(body)
@@ -456,9 +473,13 @@ class RecordingStream(DualByteStream):
         if self._closed:
             return
         self._closed = True
-        if not self._committed and isinstance(self._stream, SYNC_STREAMS):
+        if not self._committed and not self._broken and isinstance(self._stream, SYNC_STREAMS):
             # The client stopped early: read the rest from where it stopped.
-            self._buffer.extend(self._sync if self._sync is not None else self._stream)
+            try:
+                self._buffer.extend(self._sync if self._sync is not None else self._stream)
+            except Exception:
+                self._broken = True
+                raise
             self._finish()
         if isinstance(self._stream, SYNC_STREAMS):
             self._stream.close()
@@ -467,9 +488,13 @@ class RecordingStream(DualByteStream):
         if self._closed:
             return
         self._closed = True
-        if not self._committed and isinstance(self._stream, ASYNC_STREAMS):
+        if not self._committed and not self._broken and isinstance(self._stream, ASYNC_STREAMS):
             remaining = self._async if self._async is not None else aiter(self._stream)
-            self._buffer.extend([chunk async for chunk in remaining])
+            try:
+                self._buffer.extend([chunk async for chunk in remaining])
+            except Exception:
+                self._broken = True
+                raise
             self._finish()
         if isinstance(self._stream, ASYNC_STREAMS):
             await self._stream.aclose()

@@ -242,3 +242,33 @@ def test_a_script_refuses_a_body_that_is_no_json_object(body: bytes) -> None:
     transport = ScriptTransport("openai", [ScriptedReply(text="hi")])
     with httpx2.Client(transport=transport) as client, pytest.raises(RequestFormatError):
         client.post(OPENAI + CHAT, content=body)
+
+
+class BrokenOff(httpx2.SyncByteStream):
+    """A provider answer whose connection drops after the first SSE event."""
+
+    def __iter__(self) -> Any:
+        yield b'data: {"part": 0}\n\n'
+        raise httpx2.RemoteProtocolError("peer closed connection without sending complete message")
+
+
+def test_an_answer_the_provider_breaks_off_is_not_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        if json.loads(request.content)["messages"][0]["content"] == "whole":
+            return httpx2.Response(200, json={"answer": "whole"})
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=BrokenOff()
+        )
+
+    transport = CassetteTransport(path, mode="all", inner=httpx2.MockTransport(answer))
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
+        with (
+            pytest.raises(httpx2.RemoteProtocolError),
+            client.stream("POST", CHAT, json=chat("broken", stream=True)) as response,
+        ):
+            response.read()
+        client.post(CHAT, json=chat("whole"))
+    (kept,) = Cassette.load(path).interactions  # a partial answer is never stored as whole
+    assert kept.response.body == {"answer": "whole"}
