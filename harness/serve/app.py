@@ -50,10 +50,15 @@ class ServeConfig:
     `environ` is the *server's* environment: the provider keys (`OPENAI_API_KEY`,
     `ANTHROPIC_API_KEY`) and base URLs (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) a recording is
     forwarded with. A client's own credentials are never forwarded.
+
+    `allow_repeats` lets a cassette answer a request again once its recorded answers are used up
+    (the last one is replayed), as `CassetteTransport(allow_repeats=True)` does: a server that
+    outlives one test run then serves the next run from the same `/c/<cassette>` URL.
     """
 
     cassettes: Path = Path("cassettes")
     record_mode: RecordMode = RecordMode.NONE
+    allow_repeats: bool = False
     environ: Mapping[str, str] = field(default_factory=dict)
 
     def upstream(self, provider: Provider) -> str:
@@ -207,7 +212,10 @@ class ReplayApp:
         transport = self.cassettes.get(path)
         if transport is None:
             transport = CassetteTransport(
-                path, mode=self.config.record_mode, provider=target.provider
+                path,
+                mode=self.config.record_mode,
+                provider=target.provider,
+                allow_repeats=self.config.allow_repeats,
             )
             self.cassettes[path] = transport
         return transport, None
@@ -291,6 +299,7 @@ class ReplayApp:
             transport = CassetteTransport(
                 cassette_path(self.config.cassettes, spec.cassette),
                 mode=spec.record_mode or self.config.record_mode,
+                allow_repeats=self.config.allow_repeats,
             )
         return Session(identifier, transport, spec.output_tool)
 

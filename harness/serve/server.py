@@ -107,6 +107,7 @@ class ReplayServer:
         cassettes: str | Path = "cassettes",
         *,
         record_mode: str | RecordMode = RecordMode.NONE,
+        allow_repeats: bool = False,
         environ: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -114,6 +115,7 @@ class ReplayServer:
         self.config = ServeConfig(
             cassettes=Path(cassettes),
             record_mode=RecordMode.parse(record_mode),
+            allow_repeats=allow_repeats,
             environ=dict(environ or {}),
         )
         self._listener = bind(host, port)
