@@ -47,7 +47,10 @@ class _Server(uvicorn.Server):
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on `host:port` (`port` 0 picks a free one), or `ServeError`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    # asyncio turns Nagle's algorithm off only on sockets whose protocol is IPPROTO_TCP, and
+    # accepted connections inherit the listener's; with the default protocol (0) every streamed
+    # event after the first waited for the client's delayed ACK, about 40 ms per response.
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))
