@@ -28,7 +28,7 @@ from starlette.routing import Route as StarletteRoute
 
 from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
 from harness.errors import CassetteError, HarnessError
-from harness.http_clients import HTTP_ERRORS
+from harness.http_clients import HTTP_ERRORS, ChunkStream
 from harness.llm.adapters import adapter_for
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
@@ -187,14 +187,21 @@ class ReplayApp:
                 f"the provider could not be reached to record this request "
                 f"({type(error).__name__}); check {target.provider.upper()}_BASE_URL",
             )
+        headers = {
+            name: value
+            for name, value in response.headers.multi_items()
+            if name.lower() not in _HOP_BY_HOP
+        }
+        if isinstance(response.stream, ChunkStream):
+            # A replay or a script: the whole answer is in memory, nothing is recorded, so it goes
+            # out in one write. Relaying it event by event cost about 1 ms of server CPU per
+            # 20-event stream (a send per event and a task watching for the client to leave),
+            # more than the rest of the request; the client receives the same bytes.
+            body = b"".join([chunk async for chunk in response.aiter_raw()])
+            await response.aclose()
+            return Response(body, status_code=response.status_code, headers=headers)
         return StreamingResponse(
-            self._relay(response, transport),
-            status_code=response.status_code,
-            headers={
-                name: value
-                for name, value in response.headers.multi_items()
-                if name.lower() not in _HOP_BY_HOP
-            },
+            self._relay(response, transport), status_code=response.status_code, headers=headers
         )
 
     def _transport_for(

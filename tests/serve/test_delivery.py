@@ -1,14 +1,18 @@
-"""How answers leave the server: connections never hold back small writes."""
+"""How answers leave the server: connections never hold back small writes, and an answer that is
+already in memory (a replay, a script) goes out whole."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
+import httpx2
 import pytest
 
-from harness.serve import ServeError
+from harness.serve import ReplayServer, ServeError
 from harness.serve.server import bind
+from tests.support.streamed_cassette import CAPITAL_REQUEST, record_streamed_answer
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
@@ -36,3 +40,28 @@ def test_every_connection_the_listener_accepts_has_nagle_off(host: str) -> None:
             return nodelay
 
     assert asyncio.run(accept_one()) != 0
+
+
+def test_a_replayed_stream_arrives_whole_with_its_length(tmp_path: Path) -> None:
+    stream = record_streamed_answer(tmp_path)
+    with (
+        ReplayServer(tmp_path) as server,
+        httpx2.Client(base_url=server.cassette_url("capital", "openai")) as client,
+    ):
+        reply = client.post("/chat/completions", json=CAPITAL_REQUEST)
+    assert reply.status_code == 200
+    assert reply.headers["content-type"] == "text/event-stream"
+    assert reply.content == stream
+    assert reply.headers["content-length"] == str(len(stream))
+    assert "transfer-encoding" not in reply.headers
+
+
+def test_a_scripted_stream_arrives_whole_with_its_length(tmp_path: Path) -> None:
+    with ReplayServer(tmp_path) as server:
+        session = server.session(script=[{"text": "Paris."}], provider="openai")
+        with httpx2.Client(base_url=session.base_url("openai")) as client:
+            reply = client.post("/chat/completions", json=CAPITAL_REQUEST)
+    events = [line for line in reply.text.split("\n\n") if line]
+    assert reply.status_code == 200
+    assert events[-1] == "data: [DONE]"
+    assert reply.headers["content-length"] == str(len(reply.content))
