@@ -562,12 +562,14 @@ def parse_settings(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--processes",
         type=int,
-        default=DEFAULT_PROCESSES,
-        help="processes the clients of harness serve are dealt over",
+        help=f"processes the clients of harness serve are dealt over (default: "
+        f"{DEFAULT_PROCESSES}, or 1 for one client)",
     )
     args = parser.parse_args(argv)
     if args.clients < 1:
         parser.error(f"expected at least 1 but got --clients={args.clients}")
+    if args.processes is None:
+        args.processes = min(DEFAULT_PROCESSES, args.clients)
     if not 1 <= args.processes <= args.clients:
         parser.error(f"expected 1 to --clients={args.clients} but got --processes={args.processes}")
     if not 0 < args.seconds < math.inf:

@@ -24,6 +24,7 @@ from benchmarks.serve_load import (
     build_stream_traffic,
     load_server,
     main,
+    parse_settings,
 )
 from harness.cassettes.sse import parse_sse
 from harness.serve import ReplayServer
@@ -111,3 +112,4 @@ def test_nonsense_settings_are_refused_with_the_value(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         main(["--clients", "2", "--processes", "3"])
     assert "expected 1 to --clients=2 but got --processes=3" in capsys.readouterr().err
+    assert parse_settings(["--clients", "1"]).processes == 1, "the default fits one client"
