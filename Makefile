@@ -49,6 +49,7 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cassette_replay
 	$(BIN)/python -m benchmarks.scenario_library
+	$(BIN)/python -m benchmarks.serve_load
 
 clean:
 	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

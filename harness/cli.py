@@ -225,6 +225,12 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     help="Folder of the cassettes served under /c/<name>/...",
 )
 @click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option(
+    "--allow-repeats",
+    is_flag=True,
+    help="Once a request's recorded answers are used up, replay its last one again instead of "
+    "answering 404 (a server kept running across test runs).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
@@ -239,7 +245,12 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     help="Write the server's base URL here once it accepts connections.",
 )
 def serve(
-    cassettes_dir: Path, record_mode: str, host: str, port: int, ready_file: Path | None
+    cassettes_dir: Path,
+    record_mode: str,
+    allow_repeats: bool,
+    host: str,
+    port: int,
+    ready_file: Path | None,
 ) -> None:
     """Serve OpenAI and Anthropic APIs from cassettes and scripts until interrupted.
 
@@ -253,7 +264,10 @@ def serve(
     from harness.serve import ServeConfig, serve_forever
 
     config = ServeConfig(
-        cassettes=cassettes_dir, record_mode=RecordMode.parse(record_mode), environ=dict(os.environ)
+        cassettes=cassettes_dir,
+        record_mode=RecordMode.parse(record_mode),
+        allow_repeats=allow_repeats,
+        environ=dict(os.environ),
     )
     _or_invalid(
         lambda: serve_forever(

@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
 from harness.cassettes.key import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.errors import CassetteError, HarnessError
-from harness.http_clients import HTTP_ERRORS
+from harness.http_clients import HTTP_ERRORS, ChunkStream
 from harness.llm.adapters import adapter_for, json_type
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
@@ -56,10 +56,15 @@ class ServeConfig:
     `environ` is the *server's* environment: the provider keys (`OPENAI_API_KEY`,
     `ANTHROPIC_API_KEY`) and base URLs (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) a recording is
     forwarded with. A client's own credentials are never forwarded.
+
+    `allow_repeats` lets a cassette answer a request again once its recorded answers are used up
+    (the last one is replayed), as `CassetteTransport(allow_repeats=True)` does: a server that
+    outlives one test run then serves the next run from the same `/c/<cassette>` URL.
     """
 
     cassettes: Path = Path("cassettes")
     record_mode: RecordMode = RecordMode.NONE
+    allow_repeats: bool = False
     environ: Mapping[str, str] = field(default_factory=dict)
 
     def upstream(self, provider: Provider) -> str:
@@ -193,15 +198,24 @@ class ReplayApp:
                 f"the provider could not be reached to record this request "
                 f"({type(error).__name__}); check {target.provider.upper()}_BASE_URL",
             )
+        headers = {
+            name: value
+            for name, value in response.headers.multi_items()
+            if name.lower() not in _HOP_BY_HOP
+        }
+        in_memory = response.is_stream_consumed or isinstance(response.stream, ChunkStream)
+        if in_memory and not _is_event_stream(response):
+            # A replayed or scripted JSON answer is already whole in memory and nothing is
+            # recorded: it goes out in one write, with its length. An event stream is always
+            # relayed event by event, as the provider sent it.
+            if response.is_stream_consumed:  # built from its content
+                body = response.content
+            else:  # replayed: the recorded bytes as they are, never decoded a second time
+                body = b"".join([chunk async for chunk in response.aiter_raw()])
+            await response.aclose()
+            return Response(body, status_code=response.status_code, headers=headers)
         return _RelayResponse(
-            response,
-            transport,
-            status_code=response.status_code,
-            headers={
-                name: value
-                for name, value in response.headers.multi_items()
-                if name.lower() not in _HOP_BY_HOP
-            },
+            response, transport, status_code=response.status_code, headers=headers
         )
 
     def _transport_for(
@@ -219,7 +233,10 @@ class ReplayApp:
         transport = self.cassettes.get(path)
         if transport is None:
             transport = CassetteTransport(
-                path, mode=self.config.record_mode, provider=target.provider
+                path,
+                mode=self.config.record_mode,
+                provider=target.provider,
+                allow_repeats=self.config.allow_repeats,
             )
             self.cassettes[path] = transport
         return transport, None
@@ -290,6 +307,7 @@ class ReplayApp:
             transport = CassetteTransport(
                 cassette_path(self.config.cassettes, spec.cassette),
                 mode=spec.record_mode or self.config.record_mode,
+                allow_repeats=self.config.allow_repeats,
             )
         return Session(identifier, transport, spec.output_tool)
 
@@ -368,6 +386,10 @@ async def _chunks(upstream: httpx2.Response) -> AsyncGenerator[bytes, None]:
 
 
 _ALL_METHODS: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _is_event_stream(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
 def _records(transport: CassetteTransport | ScriptTransport) -> TypeGuard[CassetteTransport]:

@@ -4,6 +4,7 @@ a context manager for tests (`with ReplayServer(...) as server: ...`)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import socket
 import threading
@@ -48,6 +49,9 @@ class _Server(uvicorn.Server):
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on `host:port` (`port` 0 picks a free one), or `ServeError`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # asyncio turns Nagle's algorithm off only on sockets whose protocol is IPPROTO_TCP, and
+    # accepted connections inherit the listener's; with the default protocol (0) every streamed
+    # event after the first waited for the client's delayed ACK, about 40 ms per response.
     listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -86,6 +90,11 @@ def serve_forever(
     url = base_url(listener)
 
     def ready() -> None:
+        # What is loaded by now (harness, pydantic, starlette, uvicorn: ~50,000 objects) lives as
+        # long as the process. Frozen, it is left out of the cyclic collector's full passes, each
+        # of which otherwise stopped every open stream for ~50 ms, every few seconds under load.
+        gc.collect()
+        gc.freeze()
         if ready_file is not None:
             write_atomically(ready_file, (url + "\n").encode("utf-8"))
         announce(f"harness serve: listening on {url}")
@@ -112,6 +121,7 @@ class ReplayServer:
         cassettes: str | Path = "cassettes",
         *,
         record_mode: str | RecordMode = RecordMode.NONE,
+        allow_repeats: bool = False,
         environ: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -119,6 +129,7 @@ class ReplayServer:
         self.config = ServeConfig(
             cassettes=Path(cassettes),
             record_mode=RecordMode.parse(record_mode),
+            allow_repeats=allow_repeats,
             environ=dict(environ or {}),
         )
         self._listener = bind(host, port)
