@@ -1,7 +1,7 @@
 """Load on `harness serve`: concurrent streaming clients replaying one cassette over loopback.
 
 ```sh
-python -m benchmarks.serve_load                          # 50 clients, 30 s per mode (~70 s)
+python -m benchmarks.serve_load                          # 50 clients, 30 s per mode (~100 s)
 python -m benchmarks.serve_load --clients 10 --seconds 5
 ```
 
@@ -9,7 +9,11 @@ Two modes, the same traffic, measured in the same run:
 
 - **harness serve**: `harness serve --port 0 --ready-file F --allow-repeats`, started as its own
   process the way a user starts it, so the load generator and the server do not share a GIL.
-  The clients stream from `/c/<cassette>/v1/chat/completions` over loopback TCP.
+  The clients stream from `/c/<cassette>/v1/chat/completions` over loopback TCP, twice: with a
+  minimal HTTP/1.1 client (h11 over asyncio streams, what `wrk` is to a C server), which leaves
+  the cores to the server and so measures it, and with one `httpx2.AsyncClient` per client,
+  what the official SDKs send with, which costs the load generator more CPU per stream than the
+  server spends answering it.
 - **in process**: the same clients and requests through `CassetteTransport(path,
   allow_repeats=True)` plugged into the client: what a Python test pays without a server.
 
@@ -17,10 +21,10 @@ The cassette holds `PROMPTS` distinct OpenAI chat-completions requests (the cass
 agent traffic, with `stream: true`), each answered by a `EVENTS_PER_STREAM`-event
 `chat.completion.chunk` stream. Client *i* sends request *i mod PROMPTS* again and again and
 reads every stream to its end; an answer that is not byte for byte the recorded stream is an
-error. Latency is the time from sending a request to the end of its stream. The clients are
-tasks of one `httpx2.AsyncClient` (the official SDKs' HTTP client) with a pool of one keep-alive
-connection per client, in this process, which shares the machine's cores with the server; the CPU
-seconds each process spends are reported next to the times.
+error. Latency is the time from sending a request to the end of its stream. Each client keeps one
+keep-alive connection; the load-generating processes share the machine's cores with the server,
+and the CPU seconds each process spends are reported next to the times. The targets are judged on
+the minimal-client run.
 """
 
 from __future__ import annotations
@@ -50,8 +54,9 @@ from importlib.metadata import version
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
+import h11
 import httpx2
 
 from benchmarks._traffic import build_traffic
@@ -73,7 +78,8 @@ HEADERS: Final = {
     "authorization": "Bearer sk-bench-not-a-real-key",
     "user-agent": "OpenAI/Python 3.57.0",
 }
-SERVER_MODE: Final = "harness serve (own process, loopback)"
+SERVER_MODE: Final = "harness serve, minimal HTTP/1.1 clients"
+SERVER_SDK_MODE: Final = "harness serve, httpx2 clients"
 IN_PROCESS_MODE: Final = "CassetteTransport in process"
 
 
@@ -93,8 +99,89 @@ class Settings:
         return min(WARM_UP_SECONDS, self.seconds / 4)
 
 
-Client = tuple[int, httpx2.AsyncClient]
-"""A simulated client: which request it sends (its index), and the HTTP client it sends with."""
+class StreamError(Exception):
+    """A request the client could not complete; its kind is what the report counts."""
+
+
+class Sender(Protocol):
+    async def __call__(self, body: bytes) -> tuple[int, bytes]:
+        """POST `body` to the chat-completions endpoint: the status and the whole answer, read
+        to its end, or `StreamError`."""
+        ...
+
+
+Client = tuple[int, Sender]
+"""A simulated client: which request it sends (its index), and how it sends it."""
+
+
+def httpx2_sender(client: httpx2.AsyncClient) -> Sender:
+    async def send(body: bytes) -> tuple[int, bytes]:
+        try:
+            async with client.stream("POST", "/chat/completions", content=body) as response:
+                return response.status_code, b"".join(
+                    [chunk async for chunk in response.aiter_raw()]
+                )
+        except httpx2.HTTPError as error:
+            raise StreamError(type(error).__name__) from error
+
+    return send
+
+
+class H11Sender:
+    """One keep-alive HTTP/1.1 connection driven by h11 over asyncio streams: the least a
+    client can spend on a request, so that the server's cost is what is measured."""
+
+    def __init__(self, base_url: str) -> None:
+        url = httpx2.URL(f"{base_url}/c/{CASSETTE_NAME}/v1/chat/completions")
+        self._host, self._port = url.host, url.port
+        self._target = url.raw_path
+        self._headers = [("host", f"{url.host}:{url.port}"), *HEADERS.items()]
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._connection = h11.Connection(h11.CLIENT)
+
+    async def __call__(self, body: bytes) -> tuple[int, bytes]:
+        try:
+            return await self._exchange(body)
+        except (OSError, h11.ProtocolError, asyncio.IncompleteReadError) as error:
+            await self.aclose()
+            raise StreamError(type(error).__name__) from error
+
+    async def _exchange(self, body: bytes) -> tuple[int, bytes]:
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(self._host, self._port)
+            self._connection = h11.Connection(h11.CLIENT)
+        reader, writer = self._streams
+        connection = self._connection
+        headers = [*self._headers, ("content-length", str(len(body)))]
+        writer.write(
+            connection.send(h11.Request(method="POST", target=self._target, headers=headers))
+            + connection.send(h11.Data(data=body))
+            + connection.send(h11.EndOfMessage())
+        )
+        status, parts = 0, []
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                data = await reader.read(65536)
+                if not data:
+                    raise asyncio.IncompleteReadError(b"".join(parts), None)
+                connection.receive_data(data)
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                parts.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        if connection.our_state is h11.DONE and connection.their_state is h11.DONE:
+            connection.start_next_cycle()
+        else:  # the server closes the connection: open a new one next time
+            await self.aclose()
+        return status, b"".join(parts)
+
+    async def aclose(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,18 +326,17 @@ async def drive(clients: Sequence[Client], traffic: Traffic, seconds: float, loa
     """A task per client, each streaming its request again and again until `seconds` are over."""
     stop = time.perf_counter() + seconds
 
-    async def client_loop(index: int, client: httpx2.AsyncClient) -> None:
+    async def client_loop(index: int, send: Sender) -> None:
         body, expected = traffic.bodies[index % PROMPTS], traffic.streams[index % PROMPTS]
         while time.perf_counter() < stop:
             started = time.perf_counter()
             try:
-                async with client.stream("POST", "/chat/completions", content=body) as response:
-                    received = b"".join([chunk async for chunk in response.aiter_raw()])
-            except httpx2.HTTPError as error:
-                load.errors[type(error).__name__] += 1
+                status, received = await send(body)
+            except StreamError as error:
+                load.errors[str(error)] += 1
                 continue
-            if response.status_code != 200:
-                load.errors[f"HTTP {response.status_code}"] += 1
+            if status != 200:
+                load.errors[f"HTTP {status}"] += 1
             elif received != expected:
                 load.errors["not the recorded stream"] += 1
             else:
@@ -335,12 +421,20 @@ def harness_serve(cassettes: Path, workdir: Path) -> Iterator[tuple[str, int]]:
 
 
 async def _stream_from_server(
+    mode: str,
     url: str,
     clients: Sequence[int],
     traffic: Traffic,
     settings: Settings,
     ready: Callable[[], object],
 ) -> Load:
+    if mode == SERVER_MODE:
+        senders = [(index, H11Sender(url)) for index in clients]
+        try:
+            return await generate(mode, senders, traffic, settings, ready)
+        finally:
+            for _, sender in senders:
+                await sender.aclose()
     # One httpx2 client (and connection) per simulated client, as each SDK instance has its own:
     # one pool shared by all costs more (httpcore2 scans every connection of a pool for each
     # request). They share one TLS context, unused over plain HTTP but 27 ms to build.
@@ -349,21 +443,24 @@ async def _stream_from_server(
         own = [
             (
                 index,
-                await stack.enter_async_context(
-                    httpx2.AsyncClient(
-                        base_url=f"{url}/c/{CASSETTE_NAME}/v1",
-                        headers=HEADERS,
-                        timeout=30,
-                        verify=tls,
+                httpx2_sender(
+                    await stack.enter_async_context(
+                        httpx2.AsyncClient(
+                            base_url=f"{url}/c/{CASSETTE_NAME}/v1",
+                            headers=HEADERS,
+                            timeout=30,
+                            verify=tls,
+                        )
                     )
                 ),
             )
             for index in clients
         ]
-        return await generate(SERVER_MODE, own, traffic, settings, ready)
+        return await generate(mode, own, traffic, settings, ready)
 
 
 def _load_generator(
+    mode: str,
     url: str,
     clients: Sequence[int],
     traffic: Traffic,
@@ -374,7 +471,7 @@ def _load_generator(
     """One load-generating process: its share of the clients, started with the others'."""
     try:
         load = asyncio.run(
-            _stream_from_server(url, clients, traffic, settings, lambda: barrier.wait())
+            _stream_from_server(mode, url, clients, traffic, settings, lambda: barrier.wait())
         )
     except BaseException as error:  # reported to the parent, which raises it
         barrier.abort()
@@ -383,9 +480,12 @@ def _load_generator(
         results.put(load)
 
 
-def load_server(url: str, pid: int, traffic: Traffic, settings: Settings) -> Load:
-    """`settings.clients` clients against the server, dealt over `settings.processes` processes
-    that start their timed load together; the server's and the machine's CPU over that time."""
+def load_server(
+    url: str, pid: int, traffic: Traffic, settings: Settings, mode: str = SERVER_MODE
+) -> Load:
+    """`settings.clients` clients of `mode` against the server, dealt over `settings.processes`
+    processes that start their timed load together; the server's and the machine's CPU over
+    that time."""
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(settings.processes + 1)
     results: Queue[Load | str] = context.Queue()
@@ -394,7 +494,7 @@ def load_server(url: str, pid: int, traffic: Traffic, settings: Settings) -> Loa
     ]
     generators = [
         context.Process(
-            target=_load_generator, args=(url, share, traffic, settings, barrier, results)
+            target=_load_generator, args=(mode, url, share, traffic, settings, barrier, results)
         )
         for share in shares
     ]
@@ -441,7 +541,8 @@ async def load_in_process(path: Path, traffic: Traffic, settings: Settings) -> L
     async with httpx2.AsyncClient(
         base_url=UPSTREAM, headers=HEADERS, transport=transport
     ) as client:
-        shared = [(index, client) for index in range(settings.clients)]
+        sender = httpx2_sender(client)
+        shared = [(index, sender) for index in range(settings.clients)]
         load = await generate(
             IN_PROCESS_MODE,
             shared,
@@ -453,17 +554,21 @@ async def load_in_process(path: Path, traffic: Traffic, settings: Settings) -> L
     return load
 
 
-def run(settings: Settings, traffic: Traffic) -> tuple[Load, Load]:
-    """Record the cassette, then load `harness serve` and the in-process transport in turn."""
+def run(settings: Settings, traffic: Traffic) -> list[Load]:
+    """Record the cassette, then load `harness serve` (with each kind of client) and the
+    in-process transport in turn."""
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as temporary:
         workdir = Path(temporary)
         cassettes = workdir / "cassettes"
         path = cassettes / f"{CASSETTE_NAME}.json"
         record_cassette(traffic, path)
         with harness_serve(cassettes, workdir) as (url, pid):
-            server = load_server(url, pid, traffic, settings)
-        in_process = asyncio.run(load_in_process(path, traffic, settings))
-    return server, in_process
+            loads = [
+                load_server(url, pid, traffic, settings, mode)
+                for mode in (SERVER_MODE, SERVER_SDK_MODE)
+            ]
+        loads.append(asyncio.run(load_in_process(path, traffic, settings)))
+    return loads
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -491,7 +596,10 @@ def _busy(load: Load) -> str:
     return " + ".join(f"{name} {seconds / load.seconds:.2f}" for name, seconds in shares.items())
 
 
-def report(server: Load, in_process: Load, settings: Settings) -> str:
+def report(loads: Sequence[Load], settings: Settings) -> str:
+    """The modes side by side, their ratios to the in-process transport, and the targets,
+    judged on the first (the minimal clients against the server)."""
+    server, in_process = loads[0], loads[-1]
     rows = [
         [
             load.mode,
@@ -504,7 +612,7 @@ def report(server: Load, in_process: Load, settings: Settings) -> str:
             _cpu(load),
             _busy(load),
         ]
-        for load in (server, in_process)
+        for load in loads
     ]
     p99 = server.percentile(0.99)
     targets = [
@@ -522,11 +630,14 @@ def report(server: Load, in_process: Load, settings: Settings) -> str:
             "mode\n",
             table([*header, "CPU per request", "cores busy"], rows),
             "",
-            f"harness serve / in process: {server.per_second / in_process.per_second:.2f}x the "
-            f"streams per second, {server.percentile(0.5) / in_process.percentile(0.5):,.0f}x "
-            "the median latency",
+            *(
+                f"{load.mode} / in process: {load.per_second / in_process.per_second:.2f}x the "
+                f"streams per second, {load.percentile(0.5) / in_process.percentile(0.5):,.0f}x "
+                "the median latency"
+                for load in loads[:-1]
+            ),
             "",
-            "#### Targets (harness serve)\n",
+            f"#### Targets ({server.mode})\n",
             table(["target", "measured", "verdict"], targets),
         ]
     )
@@ -539,7 +650,8 @@ def environment(settings: Settings, traffic: Traffic) -> str:
         [
             f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}, "
             f"{os.cpu_count()} cores; Python {platform.python_version()} on {platform.system()}",
-            f"httpx2 {version('httpx2')}; uvicorn {version('uvicorn')} with h11 {version('h11')}; "
+            f"httpx2 {version('httpx2')}, h11 {version('h11')}; uvicorn {version('uvicorn')} "
+            f"with httptools {version('httptools')} and uvloop {version('uvloop')}; "
             f"starlette {version('starlette')}; completion-harness "
             f"{version('completion-harness')} at {harness_revision()}",
             f"{settings.clients} clients, against harness serve in {settings.processes} "
@@ -554,8 +666,8 @@ def environment(settings: Settings, traffic: Traffic) -> str:
 def parse_settings(argv: Sequence[str] | None) -> Settings:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.serve_load",
-        description="Streaming clients against harness serve and against CassetteTransport in "
-        "process.",
+        description="Streaming clients against harness serve (minimal and httpx2 clients) and "
+        "against CassetteTransport in process.",
     )
     parser.add_argument("--clients", type=int, default=50, help="concurrent streaming clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="timed seconds per mode")
@@ -581,9 +693,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_settings(argv)
     traffic = build_stream_traffic()
     print(environment(settings, traffic), flush=True)
-    server, in_process = run(settings, traffic)
+    loads = run(settings, traffic)
     print()
-    print(report(server, in_process, settings))
+    print(report(loads, settings))
     return 0
 
 

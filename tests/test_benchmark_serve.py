@@ -1,4 +1,4 @@
-"""The `harness serve` load benchmark's own parts: realistic streams, and a report of both modes.
+"""The `harness serve` load benchmark's own parts: realistic streams, and a report of every mode.
 
 No timing is asserted here: the smoke run only checks what the report says and that every
 stream came back as recorded."""
@@ -18,6 +18,7 @@ from benchmarks.serve_load import (
     IN_PROCESS_MODE,
     PROMPTS,
     SERVER_MODE,
+    SERVER_SDK_MODE,
     BenchmarkError,
     Load,
     Settings,
@@ -76,12 +77,12 @@ def _milliseconds(cell: str) -> float:
 
 
 @pytest.mark.subprocess
-def test_a_short_run_reports_both_modes_without_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_short_run_reports_every_mode_without_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--clients", "2", "--seconds", "1"]) == 0
     report = capsys.readouterr().out
     assert re.search(r"completion-harness \S+ at (commit \w+|unknown commit)", report)
     assert "2 clients, against harness serve in 2 process(es); 1 s per mode" in report
-    for mode in (SERVER_MODE, IN_PROCESS_MODE):
+    for mode in (SERVER_MODE, SERVER_SDK_MODE, IN_PROCESS_MODE):
         _, requests, per_second, p50, p99, longest, errors, cpu, busy = _row(report, mode)
         assert int(requests.replace(",", "")) > 0
         assert float(per_second.replace(",", "")) > 0
@@ -90,6 +91,8 @@ def test_a_short_run_reports_both_modes_without_errors(capsys: pytest.CaptureFix
         assert "clients" in cpu
         assert "clients" in busy
     assert "server" in _row(report, SERVER_MODE)[7]
+    assert "server" in _row(report, SERVER_SDK_MODE)[7]
+    assert "#### Targets (harness serve, minimal HTTP/1.1 clients)" in report
     assert re.search(r"\| zero errors +\| 0 +\| PASS +\|", report)
     assert re.search(
         r"\| p99 < 50\.0 ms for a 20-event stream +\| [\d.,]+ ms +\| (PASS|FAIL) +\|", report

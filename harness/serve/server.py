@@ -71,7 +71,13 @@ def base_url(listener: socket.socket) -> str:
 
 def _uvicorn_config(config: ServeConfig) -> uvicorn.Config:
     return uvicorn.Config(
-        create_app(config), log_level="warning", access_log=False, lifespan="on", http="h11"
+        create_app(config),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        # "auto" picks httptools and uvloop, installed with harness (uvloop where it runs)
+        http="auto",
+        loop="auto",
     )
 
 
