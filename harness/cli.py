@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.targets import TargetSpec
 
 _T = TypeVar("_T")
 
@@ -77,6 +81,30 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 @click.option(
     "--strict-cassettes", is_flag=True, help="Unplayed cassette interactions fail the cell."
 )
+@click.option(
+    "--target",
+    "target",
+    metavar="MODULE:FUNCTION",
+    help="Run the cells on this Python implementation (default: [tool.harness] target in "
+    "pyproject.toml, else the in-process reference).",
+)
+@click.option(
+    "--target-cmd",
+    metavar="COMMAND",
+    help="Run the cells on this command, spoken to in JSON lines on stdin and stdout.",
+)
+@click.option(
+    "--compare-reference",
+    is_flag=True,
+    help="Also run the reference on every cell and report every difference.",
+)
+@click.option(
+    "--cell-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a target may take for one cell.",
+)
 def run(
     paths: tuple[Path, ...],
     runtimes: tuple[str, ...],
@@ -87,8 +115,15 @@ def run(
     junit_xml: Path | None,
     json_path: Path | None,
     strict_cassettes: bool,
+    target: str | None,
+    target_cmd: str | None,
+    compare_reference: bool,
+    cell_timeout: float,
 ) -> None:
-    """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails."""
+    """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails.
+
+    With --target or --target-cmd the cells run on your own implementation (see "Testing your
+    own runtime" in the README); the harness checks what it answers and the requests it sent."""
     from rich.markup import escape
     from rich.progress import Progress
 
@@ -97,6 +132,7 @@ def run(
     from harness.scenarios.report import (
         check_report_paths,
         failure_lines,
+        skip_lines,
         summary,
         write_json,
         write_junit,
@@ -129,13 +165,28 @@ def run(
     if not cells:
         click.echo("error: no scenario cell matches the given paths and filters", err=True)
         sys.exit(EXIT_INVALID)
+    try:
+        target_spec = _target_spec(target, target_cmd, compare_reference, cell_timeout)
+    except HarnessError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(EXIT_INVALID)
     results = []
     interrupted = False
-    with Progress(console=console, transient=True) as progress:
+    with contextlib.ExitStack() as stack, Progress(console=console, transient=True) as progress:
+        run_one = partial(run_cell, options=options)
+        if target_spec is not None:
+            from harness.targets import target_runner
+
+            try:
+                runner = stack.enter_context(target_runner(target_spec))
+            except HarnessError as error:
+                click.echo(f"error: {error}", err=True)
+                sys.exit(EXIT_INVALID)
+            run_one = partial(runner.run_cell, options=options)
         task = progress.add_task("scenarios", total=len(cells))
         try:
             for cell in cells:
-                results.append(run_cell(cell, options))
+                results.append(run_one(cell))
                 progress.advance(task)
         except KeyboardInterrupt:  # report what ran, then stop as an interrupted run does
             interrupted = True
@@ -144,7 +195,11 @@ def run(
         table.add_column(column)
     for result in results:
         verdict = (
-            "pass" if result.passed else ("[red]ERROR[/red]" if result.error else "[red]FAIL[/red]")
+            "pass"
+            if result.passed
+            else "[yellow]skip[/yellow]"
+            if result.skipped
+            else ("[red]ERROR[/red]" if result.error else "[red]FAIL[/red]")
         )
         table.add_row(
             escape(result.cell.loaded.scenario.name),
@@ -157,11 +212,19 @@ def run(
     for result in results:
         for line in failure_lines(result):
             console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    for line in skip_lines(results):
+        console.print(f"[yellow]SKIP[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     counts = summary(results)
-    skipped = len(cells) - len(results)
+    not_run = len(cells) - len(results)
     console.print(
         f"{counts['passed']} passed, {counts['failed']} failed"
-        + (f", {skipped} not run (interrupted)" if interrupted else ""),
+        + (f", {counts['skipped']} skipped" if counts["skipped"] else "")
+        + (
+            f", {counts['skipped_expectations']} expectation(s) skipped"
+            if counts["skipped_expectations"]
+            else ""
+        )
+        + (f", {not_run} not run (interrupted)" if interrupted else ""),
         highlight=False,
     )
     try:
@@ -644,6 +707,32 @@ def stores_check(url: str) -> None:
 def _wide_console() -> Console:
     """A console at least 120 columns wide, so contract tables stay readable in a pipe."""
     return Console(width=max(Console().width, 120))
+
+
+def _target_spec(
+    target: str | None, target_cmd: str | None, compare_reference: bool, cell_timeout: float
+) -> TargetSpec | None:
+    """The implementation to run the cells on: `--target`, `--target-cmd`, else
+    `[tool.harness] target` in ./pyproject.toml; None for the in-process reference."""
+    from harness.targets import TargetSpec, TargetSpecError, configured_target
+
+    if target is not None and target_cmd is not None:
+        raise TargetSpecError("give --target or --target-cmd, not both")
+    if target is None and target_cmd is None:
+        target = configured_target(Path("pyproject.toml"))
+    if target is None and target_cmd is None:
+        if compare_reference:
+            raise TargetSpecError(
+                "--compare-reference compares a target with the reference: give --target or "
+                "--target-cmd"
+            )
+        return None
+    return TargetSpec(
+        callable=target,
+        command=target_cmd,
+        cell_timeout=cell_timeout,
+        compare_reference=compare_reference,
+    )
 
 
 def _or_invalid(action: Callable[[], _T]) -> _T:

@@ -6,10 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 from harness.agent.output import output_validator
 from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
 from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled, ReasoningEffort
+from harness.protocol.chunks import ForcedCompletionChunk, StreamChunk
 from harness.protocol.forced import ForcedCompletionState
 from harness.scenarios.format import (
     ChunkExpect,
@@ -30,77 +33,169 @@ class Mismatch:
     actual: Any
 
 
+@dataclass(frozen=True, kw_only=True)
+class ObservedRequest:
+    """One model request as the expectations read it: the request, and what it carried that a
+    wire request shows only in its text (the fragments, the memory recall, the `[completion]`
+    message's attempt)."""
+
+    request: LlmRequest
+    fragments: tuple[str, ...]
+    memory_injected: bool
+    completion_metadata: dict[str, Any] | None
+    reasoning_unsent: bool = False
+    """Read from the wire, where reasoning left unset and reasoning disabled look alike."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentObservation:
+    """What an agent run produced, whoever ran it: the reference in process, or an
+    implementation under test answering the target protocol. A counter left `None` was not
+    reported, and an expectation on it is skipped (never passed)."""
+
+    status: str
+    error_code: str | None
+    error_message: str | None
+    output: JsonValue
+    output_schema: dict[str, Any] | None
+    chunks: Sequence[StreamChunk]
+    outcome_record: dict[str, Any]
+    envelope: dict[str, Any]
+    requests: dict[str, list[ObservedRequest]]
+    """`work` and `forced` requests, in the order they were sent."""
+    memory_extractions: int | None = None
+    override_calls: Sequence[str] | None = None
+    crashes: int | None = None
+    forced_state: ForcedCompletionState | None = None
+    forced_state_reported: bool = True
+
+    @classmethod
+    def of_run(cls, result: RunResult, stored: ForcedCompletionState | None) -> AgentObservation:
+        return cls(
+            status=result.status,
+            error_code=result.error_code,
+            error_message=result.state.error_message,
+            output=result.output,
+            output_schema=result.agent.output_schema,
+            chunks=result.chunks,
+            outcome_record=result.outcome_record().model_dump(),
+            envelope=result.envelope().model_dump(mode="json", by_alias=True),
+            requests={
+                kind: [_observed(request) for request in result.requests(kind)]
+                for kind in ("work", "forced")
+            },
+            memory_extractions=result.state.memory_extractions,
+            override_calls=[call.execution_phase for call in result.state.override_calls],
+            crashes=result.crashes,
+            forced_state=stored,
+        )
+
+    def forced_chunks(self) -> list[ForcedCompletionChunk]:
+        return [chunk for chunk in self.chunks if isinstance(chunk, ForcedCompletionChunk)]
+
+
+def _observed(request: LlmRequest) -> ObservedRequest:
+    metadata = request.messages[-1].metadata.get(FORCED_METADATA_KEY) if request.messages else None
+    return ObservedRequest(
+        request=request,
+        fragments=tuple(request.fragment_names()),
+        memory_injected=any(m.metadata.get(MEMORY_METADATA_KEY) for m in request.messages),
+        completion_metadata=metadata if isinstance(metadata, dict) else None,
+    )
+
+
 def check_agent(
     expect: Expect, result: RunResult, stored: ForcedCompletionState | None
 ) -> list[Mismatch]:
-    """Every mismatch between `expect` and an agent run."""
+    """Every mismatch between `expect` and an agent run of the reference."""
+    mismatches, _ = check_observation(expect, AgentObservation.of_run(result, stored))
+    return mismatches
+
+
+def check_observation(expect: Expect, run: AgentObservation) -> tuple[list[Mismatch], list[str]]:
+    """Every mismatch between `expect` and an observed run, and the expectations skipped because
+    the run did not report what they check (each with its reason)."""
     given = expect.given()
     actual: dict[str, Any] = {
-        "status": result.status,
-        "error_code": result.error_code,
-        "error_message": result.state.error_message,
-        "output": result.output,
-        "llm_calls": len(result.requests()),
-        "forced_calls": len(result.requests("forced")),
-        "memory_extractions": result.state.memory_extractions,
+        "status": run.status,
+        "error_code": run.error_code,
+        "error_message": run.error_message,
+        "output": run.output,
+        "llm_calls": sum(len(requests) for requests in run.requests.values()),
+        "forced_calls": len(run.requests.get("forced", [])),
+        "memory_extractions": run.memory_extractions,
     }
     mismatches: list[Mismatch] = []
-    for key in (
-        "status",
-        "error_code",
-        "output",
-        "llm_calls",
-        "forced_calls",
-        "memory_extractions",
-    ):
+    skipped: list[str] = []
+
+    def unreported(key: str, counter: str) -> bool:
+        if key in given and getattr(run, counter) is None:
+            skipped.append(f"expect.{key}: the target does not report it (counters)")
+            return True
+        return False
+
+    for key in ("status", "error_code", "output", "llm_calls", "forced_calls"):
         if key in given and given[key] != actual[key]:
             mismatches.append(Mismatch(key, given[key], actual[key]))
+    if (
+        not unreported("memory_extractions", "memory_extractions")
+        and "memory_extractions" in given
+        and given["memory_extractions"] != run.memory_extractions
+    ):
+        mismatches.append(
+            Mismatch("memory_extractions", given["memory_extractions"], run.memory_extractions)
+        )
     if "error_message" in given and not _contains(actual["error_message"], given["error_message"]):
         mismatches.append(
             Mismatch("error_message", given["error_message"], actual["error_message"])
         )
     if "output_valid" in given:
-        valid = _output_valid(result)
+        valid = _output_valid(run)
         if valid != given["output_valid"]:
             mismatches.append(Mismatch("output_valid", given["output_valid"], valid))
+    forced_chunks = run.forced_chunks()
     if expect.chunks is not None:
-        mismatches.extend(_check_chunks(expect.chunks, result))
+        mismatches.extend(_check_chunks(expect.chunks, forced_chunks))
     if expect.chunk_phases is not None:
-        chunk_phases = [chunk.phase for chunk in result.forced_chunks()]
+        chunk_phases = [chunk.phase for chunk in forced_chunks]
         if chunk_phases != expect.chunk_phases:
             mismatches.append(Mismatch("chunk_phases", expect.chunk_phases, chunk_phases))
-    if expect.crashes is not None and expect.crashes != result.crashes:
-        mismatches.append(Mismatch("crashes", expect.crashes, result.crashes))
+    crashes = expect.crashes
+    if not unreported("crashes", "crashes") and crashes is not None and crashes != run.crashes:
+        mismatches.append(Mismatch("crashes", crashes, run.crashes))
     if expect.forced_request is not None:
         mismatches.extend(
-            _check_requests("forced_request", expect.forced_request, result.requests("forced"))
+            _check_requests("forced_request", expect.forced_request, run.requests["forced"])
         )
     if expect.work_request is not None:
         mismatches.extend(
-            _check_requests("work_request", expect.work_request, result.requests("work"))
+            _check_requests("work_request", expect.work_request, run.requests["work"])
         )
-    if "llm_config_override_calls" in given:
-        phases = [call.execution_phase for call in result.state.override_calls]
+    if not unreported("llm_config_override_calls", "override_calls") and (
+        "llm_config_override_calls" in given
+    ):
+        phases = list(run.override_calls or [])
         wanted = given["llm_config_override_calls"]
         got: Any = len(phases) if isinstance(wanted, int) else phases
         if wanted != got:
             mismatches.append(Mismatch("llm_config_override_calls", wanted, got))
-    if "store" in given:
+    for key in ("store", "store_absent"):
+        if key in given and not run.forced_state_reported:
+            skipped.append(f"expect.{key}: the target does not report forced_state (counters)")
+    stored = run.forced_state
+    if "store" in given and run.forced_state_reported:
         stored_dict = None if stored is None else stored.model_dump(mode="json", by_alias=True)
         wanted_store = given["store"]
         if not _subset(wanted_store, stored_dict):
             mismatches.append(Mismatch("store", wanted_store, stored_dict))
-    if "store_absent" in given and given["store_absent"] != (stored is None):
-        mismatches.append(Mismatch("store_absent", given["store_absent"], stored is None))
-    if "outcome_record" in given:
-        record = result.outcome_record().model_dump()
-        if not _subset(given["outcome_record"], record):
-            mismatches.append(Mismatch("outcome_record", given["outcome_record"], record))
-    if "envelope" in given:
-        envelope = result.envelope().model_dump(mode="json", by_alias=True)
-        if not _subset(given["envelope"], envelope):
-            mismatches.append(Mismatch("envelope", given["envelope"], envelope))
-    return mismatches
+    absent = given.get("store_absent")
+    if absent is not None and run.forced_state_reported and absent != (stored is None):
+        mismatches.append(Mismatch("store_absent", absent, stored is None))
+    if "outcome_record" in given and not _subset(given["outcome_record"], run.outcome_record):
+        mismatches.append(Mismatch("outcome_record", given["outcome_record"], run.outcome_record))
+    if "envelope" in given and not _subset(given["envelope"], run.envelope):
+        mismatches.append(Mismatch("envelope", given["envelope"], run.envelope))
+    return mismatches, skipped
 
 
 def check_downstream(wanted: dict[str, DownstreamExpect], result: WorkflowResult) -> list[Mismatch]:
@@ -134,7 +229,7 @@ def check_module(
     actual: dict[str, Any] = {
         "status": status,
         "error_code": getattr(error, "code", None),
-        "error_type": type(error).__name__ if error is not None else None,
+        "error_type": None if error is None else getattr(error, "type_name", type(error).__name__),
         "outputs": outputs,
         "llm_calls": llm_calls,
     }
@@ -153,11 +248,11 @@ def _contains(actual: str | None, wanted: str) -> bool:
     return actual is not None and wanted in actual
 
 
-def _output_valid(result: RunResult) -> bool:
-    schema = result.agent.output_schema
-    if result.status != "completed" or schema is None or result.output is None:
+def _output_valid(run: AgentObservation) -> bool:
+    schema = run.output_schema
+    if run.status != "completed" or schema is None or run.output is None:
         return False
-    return output_validator(schema).is_valid(result.output)  # offline: no remote $ref
+    return output_validator(schema).is_valid(run.output)  # offline: no remote $ref
 
 
 def _subset(wanted: Any, actual: Any) -> bool:
@@ -167,9 +262,11 @@ def _subset(wanted: Any, actual: Any) -> bool:
     return bool(wanted == actual)
 
 
-def _check_chunks(wanted: Sequence[ChunkExpect], result: RunResult) -> list[Mismatch]:
+def _check_chunks(
+    wanted: Sequence[ChunkExpect], forced_chunks: Sequence[ForcedCompletionChunk]
+) -> list[Mismatch]:
     """`wanted` must appear in order among the forced_completion chunks (gaps allowed)."""
-    chunks = [c.model_dump(exclude={"kind"}) for c in result.forced_chunks()]
+    chunks = [c.model_dump(exclude={"kind"}) for c in forced_chunks]
     position = 0
     for expected in wanted:
         fields = expected.model_dump(exclude_none=True)
@@ -181,7 +278,9 @@ def _check_chunks(wanted: Sequence[ChunkExpect], result: RunResult) -> list[Mism
     return []
 
 
-def _check_requests(key: str, wanted: RequestExpect, requests: list[LlmRequest]) -> list[Mismatch]:
+def _check_requests(
+    key: str, wanted: RequestExpect, requests: list[ObservedRequest]
+) -> list[Mismatch]:
     """One mismatch per expected field that some request breaks (the first such request)."""
     if not requests:
         return [Mismatch(key, "at least one request", "none was sent")]
@@ -195,7 +294,8 @@ def _check_requests(key: str, wanted: RequestExpect, requests: list[LlmRequest])
     return list(failed.values())
 
 
-def _request_fields(wanted: RequestExpect, request: LlmRequest) -> list[tuple[str, Any, Any]]:
+def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tuple[str, Any, Any]]:
+    request = observed.request
     fields: list[tuple[str, Any, Any]] = []
     if wanted.tools is not None:
         fields.append(("tools", wanted.tools, list(request.tool_names())))
@@ -214,17 +314,18 @@ def _request_fields(wanted: RequestExpect, request: LlmRequest) -> list[tuple[st
             if isinstance(reasoning, ReasoningEffort)
             else str(reasoning)
         )
+        if observed.reasoning_unsent and reasoning is None:
+            # on the wire, disabled reasoning and unset reasoning are the same: nothing is sent
+            shown_reasoning = "disabled" if wanted.reasoning == "disabled" else "unset"
         fields.append(("reasoning", wanted.reasoning, shown_reasoning))
     if wanted.system_fragments is not None:
-        fields.append(("system_fragments", wanted.system_fragments, list(request.fragment_names())))
+        fields.append(("system_fragments", wanted.system_fragments, list(observed.fragments)))
     if wanted.memory_injected is not None:
-        injected = any(m.metadata.get(MEMORY_METADATA_KEY) for m in request.messages)
-        fields.append(("memory_injected", wanted.memory_injected, injected))
+        fields.append(("memory_injected", wanted.memory_injected, observed.memory_injected))
     if wanted.completion_metadata is not None:
-        metadata = (
-            request.messages[-1].metadata.get(FORCED_METADATA_KEY) if request.messages else None
+        fields.append(
+            ("completion_metadata", wanted.completion_metadata, observed.completion_metadata)
         )
-        fields.append(("completion_metadata", wanted.completion_metadata, metadata))
     if wanted.model is not None:
         fields.append(("model", wanted.model, request.model))
     if wanted.temperature is not None:

@@ -67,6 +67,9 @@ def failure_lines(result: CellResult) -> list[str]:
     ]
     if result.error is not None:
         lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: {result.error}")
+    if lines and result.stderr:
+        lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: the target's stderr:")
+        lines.extend(f"    {line}" for line in result.stderr.splitlines())
     if lines and result.run_id is not None:
         lines.append(
             f"{loaded.path}:{loaded.line} {result.cell.id}: its run is kept in the "
@@ -75,13 +78,28 @@ def failure_lines(result: CellResult) -> list[str]:
     return [redact(line) for line in lines]
 
 
+def skip_lines(results: Sequence[CellResult]) -> list[str]:
+    """`file:line id: skipped: reason` for each skipped cell and skipped expectation."""
+    lines: list[str] = []
+    for result in results:
+        loaded = result.cell.loaded
+        where = f"{loaded.path}:{loaded.line} {result.cell.id}"
+        if result.skipped is not None:
+            lines.append(f"{where}: skipped: {result.skipped}")
+        lines.extend(f"{where}: skipped {reason}" for reason in result.skipped_expectations)
+    return [redact(line) for line in lines]
+
+
 def summary(results: Sequence[CellResult]) -> dict[str, int]:
     passed = sum(1 for r in results if r.passed)
+    skipped = sum(1 for r in results if r.skipped is not None)
     errors = sum(1 for r in results if r.error is not None)
     return {
         "cells": len(results),
         "passed": passed,
-        "failed": len(results) - passed,
+        "failed": len(results) - passed - skipped,
+        "skipped": skipped,
+        "skipped_expectations": sum(len(r.skipped_expectations) for r in results),
         "errors": errors,
     }
 
@@ -98,6 +116,9 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
                 "runtime": r.cell.runtime,
                 "store": r.cell.store,
                 "passed": r.passed,
+                "skipped": r.skipped,
+                "skipped_expectations": r.skipped_expectations,
+                "stderr": r.stderr or None,
                 "duration_seconds": round(r.duration, 6),
                 "error": r.error,
                 "error_code": r.error_code,
@@ -130,6 +151,7 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
         "testsuite",
         name="harness",
         tests=str(counts["cells"]),
+        skipped=str(counts["skipped"]),
         failures=str(counts["failed"] - counts["errors"]),
         errors=str(counts["errors"]),
         time=f"{sum(r.duration for r in results):.3f}",
@@ -144,7 +166,9 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
             line=str(result.cell.loaded.line),
             time=f"{result.duration:.3f}",
         )
-        if result.error is not None:
+        if result.skipped is not None:
+            ElementTree.SubElement(case, "skipped", message=_xml(redact(result.skipped)))
+        elif result.error is not None:
             first_line = (result.error.splitlines() or [""])[0]
             error = ElementTree.SubElement(case, "error", message=_xml(redact(first_line)))
             error.text = _xml("\n".join(failure_lines(result)))

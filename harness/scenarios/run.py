@@ -83,10 +83,20 @@ class CellResult:
     duration: float = 0.0
     run_id: str | None = None
     """A failing agent cell's run, kept in its store for inspection (passing runs are deleted)."""
+    skipped: str | None = None
+    """Why the cell did not run: the target under test does not support what it needs."""
+    skipped_expectations: list[str] = field(default_factory=list)
+    """Expectations not checked, each with its reason (the target does not report a counter)."""
+    stderr: str = ""
+    """What a command target wrote to stderr while it ran this cell."""
 
     @property
     def passed(self) -> bool:
-        return not self.mismatches and self.error is None
+        return not self.mismatches and self.error is None and self.skipped is None
+
+    @property
+    def failed(self) -> bool:
+        return self.skipped is None and not self.passed
 
 
 def expand(loaded: Iterable[LoadedScenario], options: RunOptions) -> list[Cell]:
@@ -154,7 +164,7 @@ def _gateway(provider: str, transport: Any) -> LlmGateway:
     return LlmGateway(GatewayConfig.from_environment(provider), transport=transport)
 
 
-def _mode_for(cell: Cell, options: RunOptions) -> RecordMode:
+def mode_for(cell: Cell, options: RunOptions) -> RecordMode:
     """Record through the first cell of a scenario only; the others replay what it recorded."""
     if options.record_mode is RecordMode.NONE:
         return RecordMode.NONE
@@ -250,7 +260,7 @@ def _close_shared_stores() -> None:
     _UNOPENABLE_STORES.clear()
 
 
-def _store(kind: str, options: RunOptions) -> StateStore:
+def cell_store(kind: str, options: RunOptions) -> StateStore:
     """The store of a `kind` cell: `--store-url` when it names a store of that kind (a
     PostgreSQL URL never serves a redis cell), else the environment, else the default."""
     if kind == "memory":
@@ -274,9 +284,9 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
     spec = scenario.agent
     assert spec is not None
     agent = build.agent_definition(scenario, spec)
-    store = _store(cell.store, options)  # first: closing a store that never ran costs nothing
+    store = cell_store(cell.store, options)  # first: closing a store that never ran costs nothing
     transport = build.transport(
-        scenario, cell.loaded.folder, _mode_for(cell, options), strict=options.strict_cassettes
+        scenario, cell.loaded.folder, mode_for(cell, options), strict=options.strict_cassettes
     )
     run_id = f"{scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
     if cell.store != "memory":  # a memory store is gone with its cell
@@ -326,7 +336,7 @@ def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
     scenario = cell.loaded.scenario
     assert scenario.input is not None
     transport = build.transport(
-        scenario, cell.loaded.folder, _mode_for(cell, options), strict=options.strict_cassettes
+        scenario, cell.loaded.folder, mode_for(cell, options), strict=options.strict_cassettes
     )
 
     def completer_for(record: LlmDetails) -> LlmGateway:

@@ -236,6 +236,15 @@ class ReplayApp:
                     f"no session {target.name!r}: open one with POST {CONTROL_PREFIX}/sessions",
                     provider=target.provider,
                 )
+            attached = session.transport
+            if (
+                isinstance(attached, ScriptTransport)
+                and attached.provider != target.provider
+                and not attached.requests
+            ):
+                # A script is written once and spoken in the wire of whichever provider is asked
+                # first (a decision module picks its model, and so its provider, as it runs).
+                session.transport = ScriptTransport(target.provider, attached.replies)
             return session.transport, session
         known = self._by_name.get((target.name, target.provider))
         if known is not None:
@@ -406,8 +415,8 @@ async def _chunks(upstream: httpx2.Response, *, shielded: bool) -> AsyncGenerato
         return
     while True:
         with anyio.CancelScope(shield=True):
-            chunk = await anext(chunks, None)
-        if chunk is None:
+            chunk = await anext(chunks, b"")
+        if not chunk:  # the end (httpx2 never yields an empty chunk)
             return
         yield chunk
 

@@ -8,6 +8,7 @@ import gc
 import json
 import socket
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -16,11 +17,11 @@ from typing import Any, Final, Self
 import httpx2
 import uvicorn
 
-from harness.cassettes import RecordMode
+from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
 from harness.files import write_atomically
-from harness.llm.script import ScriptedReply
-from harness.serve.app import DEFAULT_OUTPUT_TOOL, ServeConfig, create_app
+from harness.llm.script import ScriptedReply, ScriptTransport
+from harness.serve.app import DEFAULT_OUTPUT_TOOL, ReplayApp, ServeConfig, Session
 from harness.serve.routing import Provider
 
 STARTUP_SECONDS: Final = 30.0
@@ -69,9 +70,9 @@ def base_url(listener: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _uvicorn_config(config: ServeConfig) -> uvicorn.Config:
+def _uvicorn_config(app: ReplayApp) -> uvicorn.Config:
     return uvicorn.Config(
-        create_app(config),
+        app.app,
         log_level="warning",
         access_log=False,
         lifespan="on",
@@ -108,7 +109,7 @@ def serve_forever(
     # Ctrl-C is how a user stops the server. uvicorn has shut down cleanly (recordings saved)
     # before it raises the signal again; that is a normal end, not a failure.
     with contextlib.suppress(KeyboardInterrupt):
-        _Server(_uvicorn_config(config), ready).run(sockets=[listener])
+        _Server(_uvicorn_config(ReplayApp(config)), ready).run(sockets=[listener])
 
 
 class ReplayServer:
@@ -141,7 +142,8 @@ class ReplayServer:
         self._listener = bind(host, port)
         self.url = base_url(self._listener)
         self._ready = threading.Event()
-        self._server = _Server(_uvicorn_config(self.config), self._ready.set)
+        self._app = ReplayApp(self.config)
+        self._server = _Server(_uvicorn_config(self._app), self._ready.set)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._listener]}, daemon=True
         )
@@ -198,6 +200,28 @@ class ReplayServer:
             body["record_mode"] = str(RecordMode.parse(record_mode))
         answer = _control("POST", f"{self.url}/_harness/sessions", body)
         return ServerSession(self.url, answer["id"], answer["base_urls"])
+
+    def attach(
+        self,
+        transport: ScriptTransport | CassetteTransport,
+        *,
+        output_tool: str = DEFAULT_OUTPUT_TOOL,
+    ) -> Session:
+        """Serve `transport` (built by the caller, in this process) as a new session; the
+        caller reads `Session.received` and ends it with `detach`. What a scenario cell runs on
+        when its target is an implementation under test."""
+        session = Session(uuid.uuid4().hex, transport, output_tool)
+        self._app.sessions[session.id] = session
+        return session
+
+    def session_urls(self, session: Session) -> dict[str, str]:
+        """The base URL each provider's SDK takes for `session`."""
+        base = f"{self.url}/s/{session.id}"
+        return {"openai": f"{base}/v1", "anthropic": base}
+
+    def detach(self, session: Session) -> None:
+        """End `session`: later requests to it are refused; its transport is the caller's to close."""
+        self._app.sessions.pop(session.id, None)
 
 
 class ServerSession:

@@ -80,7 +80,14 @@ def test_reports_in_junit_and_json(scenarios: Path, tmp_path: Path) -> None:
     assert cases["capital-fail[js-memory]"].find("failure") is not None
     assert cases["capital-pass[dbos-memory]"].find("failure") is None
     data = json.loads(report.read_text())
-    assert data["summary"] == {"cells": 3, "passed": 2, "failed": 1, "errors": 0}
+    assert data["summary"] == {
+        "cells": 3,
+        "passed": 2,
+        "failed": 1,
+        "skipped": 0,
+        "skipped_expectations": 0,
+        "errors": 0,
+    }
     failing = next(c for c in data["cells"] if not c["passed"])
     assert failing["mismatches"][0]["key"] == "outcome_record"
     assert failing["mismatches"][0]["line"] == 16

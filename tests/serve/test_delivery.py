@@ -59,7 +59,7 @@ def chunked_events(base_url: str, path: str, body: dict[str, object]) -> tuple[s
         while data := connection.recv(65536):
             received += data
     head, _, rest = received.partition(b"\r\n\r\n")
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         size_line, _, rest = rest.partition(b"\r\n")
         size = int(size_line, 16)

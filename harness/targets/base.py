@@ -1,0 +1,270 @@
+"""Reaching an implementation under test: a Python callable, or a command spoken to in JSON lines.
+
+Both speak the protocol of `harness.targets.protocol`; `exchange` sends one message and returns
+the target's answer as a `dict`, or raises a `TargetError` subclass saying what went wrong (a
+crash, a hang, output that is not the protocol). After a crash or a hang a command is started
+again for the next cell, so one bad cell never ends the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import queue
+import shlex
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
+
+from harness.errors import HarnessError
+
+DEFAULT_CELL_TIMEOUT: Final = 30.0
+"""Seconds a target may take to answer one cell (`--cell-timeout`)."""
+STDERR_KEPT: Final = 200
+"""Lines of a command's stderr kept per cell for its report."""
+_SHUTDOWN_GRACE: Final = 5.0
+
+
+class TargetError(HarnessError):
+    """The target did not answer as the protocol says. The cell fails; the run goes on."""
+
+    code = "target_failed"
+
+
+class TargetSpecError(TargetError, ValueError):
+    """`--target` does not name an importable callable, or `--target-cmd` cannot be started."""
+
+    code = "target_spec_invalid"
+
+
+class TargetTimeout(TargetError, TimeoutError):
+    code = "target_timeout"
+
+
+class TargetCrashed(TargetError):
+    code = "target_crashed"
+
+
+class TargetProtocolError(TargetError):
+    code = "target_protocol_invalid"
+
+
+class Target(Protocol):
+    """An implementation under test."""
+
+    name: str
+
+    def exchange(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        """Send `message`; its answer, within `timeout` seconds."""
+        ...
+
+    def take_stderr(self) -> str:
+        """What the target wrote to stderr since the last call (empty for a callable)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CallableTarget:
+    """`package.module:function`, called with each message as a dict, returning its answer."""
+
+    def __init__(self, spec: str) -> None:
+        self.name = spec
+        self._function = load_callable(spec)
+
+    def exchange(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        answers: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+        def call() -> None:
+            try:
+                answers.put((True, self._function(dict(message))))
+            except BaseException as error:  # reported as the cell's failure, by type only
+                answers.put((False, error))
+
+        # A thread, so a callable that never returns fails its cell instead of the run.
+        threading.Thread(target=call, daemon=True, name=f"harness-target-{self.name}").start()
+        try:
+            ok, answer = answers.get(timeout=timeout)
+        except queue.Empty:
+            raise TargetTimeout(
+                f"{self.name} did not return within {timeout:g}s (--cell-timeout)"
+            ) from None
+        if not ok:
+            where = _innermost(answer)
+            raise TargetCrashed(
+                f"{self.name} raised {type(answer).__name__}{where}; its message is not shown "
+                "since it may quote scenario content"
+            )
+        if not isinstance(answer, dict):
+            raise TargetProtocolError(
+                f"{self.name} returned {type(answer).__name__}; return the answer as a dict"
+            )
+        return answer
+
+    def take_stderr(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        return None
+
+
+class CommandTarget:
+    """A command started once (and again after it crashes or hangs), spoken to in JSON lines on
+    stdin and stdout. What it writes to stderr is kept for the report of the cell being run."""
+
+    def __init__(self, command: str, *, environ: Mapping[str, str] | None = None) -> None:
+        self.name = command
+        self._argv = shlex.split(command)
+        if not self._argv:
+            raise TargetSpecError("--target-cmd is empty: give the command that starts the target")
+        self._environ = dict(os.environ if environ is None else environ)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=STDERR_KEPT)
+        self._stderr_lock = threading.Lock()
+        self.starts = 0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        try:
+            process = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._environ,
+            )
+        except OSError as error:
+            raise TargetSpecError(
+                f"cannot start --target-cmd {self.name!r}: {error.strerror or error}"
+            ) from None
+        self._lines = queue.Queue()
+        lines = self._lines
+        assert process.stdout is not None
+        assert process.stderr is not None
+        stdout, stderr = process.stdout, process.stderr
+
+        def read_stdout() -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        def read_stderr() -> None:
+            for line in stderr:
+                with self._stderr_lock:
+                    self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+        threading.Thread(target=read_stdout, daemon=True).start()
+        threading.Thread(target=read_stderr, daemon=True).start()
+        self._process = process
+        self.starts += 1
+        return process
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def exchange(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        process = self._process if self.running else self._start()
+        assert process is not None
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+            process.stdin.flush()
+        except OSError:
+            self._stop()
+            raise TargetCrashed(
+                self._ended("closed its stdin before the message was sent")
+            ) from None
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self._stop()
+            raise TargetTimeout(
+                f"{self.name} did not answer within {timeout:g}s (--cell-timeout); it was stopped "
+                "and is started again for the next cell"
+            ) from None
+        if line is None:
+            self._stop()
+            raise TargetCrashed(self._ended("exited before answering"))
+        return _decoded(line, self.name)
+
+    def _ended(self, what: str) -> str:
+        code = self._process.poll() if self._process is not None else None
+        status = f" with exit code {code}" if code is not None else ""
+        return f"{self.name} {what}{status}; see its stderr below. It is started again for the next cell"
+
+    def take_stderr(self) -> str:
+        with self._stderr_lock:
+            text = "\n".join(self._stderr)
+            self._stderr.clear()
+        return text
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            process.kill()
+        process.wait()
+
+    def close(self) -> None:
+        process = self._process
+        if process is None or process.poll() is not None:
+            self._process = None
+            return
+        assert process.stdin is not None
+        try:
+            process.stdin.write(b'{"type": "shutdown"}\n')
+            process.stdin.close()
+            process.wait(_SHUTDOWN_GRACE)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._stop()
+
+
+def _decoded(line: bytes, name: str) -> dict[str, Any]:
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise TargetProtocolError(
+            f"{name} wrote a line to stdout that is not a JSON object ({len(line)} bytes); "
+            "stdout carries the protocol only: write diagnostics to stderr"
+        )
+    return answer
+
+
+def _innermost(error: BaseException) -> str:
+    frame = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame, traceback = traceback.tb_frame, traceback.tb_next
+    if frame is None:
+        return ""
+    return f" at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def load_callable(spec: str) -> Callable[[dict[str, Any]], Any]:
+    """The callable `package.module:attribute` names (the current folder is importable, as
+    for `python -m`), or `TargetSpecError`."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise TargetSpecError(
+            f"--target {spec!r}: expected package.module:function, e.g. my_pkg.harness_target:run"
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise TargetSpecError(f"--target {spec!r}: cannot import {module_name}: {error}") from None
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        raise TargetSpecError(f"--target {spec!r}: {module_name} has no callable {attribute!r}")
+    return function  # type: ignore[no-any-return]

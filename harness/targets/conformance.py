@@ -1,0 +1,499 @@
+"""Running scenario cells against an implementation under test.
+
+Each cell gets its own `harness serve` session replaying the cell's script or cassette; the
+target is sent the cell (the agent, the message, the runtime profile, the session's base URLs),
+and its answer is checked against the scenario's `expect:` exactly as a reference run is: result
+fields from the answer (validated strictly by the wire records), request fields from the requests
+the session actually received. With a reference to compare with, the reference runs the same
+cell and every difference between the two answers and their traffic is reported too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import tomllib
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from harness.agent.definition import FINISH_TOOL
+from harness.agent.prompt import (
+    COMPLETION_PREFIX,
+    forced_fragments,
+    memory_message,
+    work_fragments,
+)
+from harness.cassettes import CassetteTransport
+from harness.cassettes.diff import structural_diff
+from harness.errors import HarnessError
+from harness.llm.adapters import adapter_for
+from harness.llm.models import LlmRequest, UserMessage
+from harness.llm.script import ScriptTransport
+from harness.scenarios import build
+from harness.scenarios.expect import (
+    AgentObservation,
+    Mismatch,
+    ObservedRequest,
+    check_downstream,
+    check_module,
+    check_observation,
+)
+from harness.scenarios.format import Scenario
+from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
+from harness.serve import ReplayServer
+from harness.serve.app import Session
+from harness.targets.base import (
+    DEFAULT_CELL_TIMEOUT,
+    CallableTarget,
+    CommandTarget,
+    Target,
+    TargetError,
+    TargetProtocolError,
+    TargetSpecError,
+)
+from harness.targets.protocol import (
+    AGENT_REPLY,
+    HELLO_REPLY,
+    MODULE_REPLY,
+    PROTOCOL_VERSION,
+    AgentResult,
+    ModuleResult,
+    TargetHello,
+)
+from harness.workflow import run_workflow
+
+REFERENCE_TARGET: Final = "harness.targets.reference:run"
+_ATTEMPT = re.compile(r"\(attempt (\d+) of (\d+)\)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetSpec:
+    """Which implementation to test: a Python callable (`--target`) or a command
+    (`--target-cmd`); `compare_reference` also runs the reference on every cell."""
+
+    callable: str | None = None
+    command: str | None = None
+    cell_timeout: float = DEFAULT_CELL_TIMEOUT
+    compare_reference: bool = False
+
+    def open(self) -> Target:
+        if self.command is not None:
+            return CommandTarget(self.command)
+        assert self.callable is not None
+        return CallableTarget(self.callable)
+
+
+def configured_target(pyproject: Path) -> str | None:
+    """`[tool.harness] target` of `pyproject` (None when the file or the key is absent)."""
+    try:
+        with pyproject.open("rb") as file:
+            config = tomllib.load(file)
+    except FileNotFoundError:
+        return None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise TargetSpecError(f"{pyproject}: cannot read [tool.harness] ({error})") from None
+    target = config.get("tool", {}).get("harness", {}).get("target")
+    if target is not None and not isinstance(target, str):
+        raise TargetSpecError(
+            f"{pyproject}: [tool.harness] target must be a string such as "
+            '"my_pkg.harness_target:run"'
+        )
+    return target
+
+
+@dataclass
+class _Connected:
+    target: Target
+    hello: TargetHello | None = None
+
+
+@dataclass
+class TargetRunner:
+    """A target (and the reference, when comparing) connected for a run, with the replay
+    server every cell's session lives on."""
+
+    spec: TargetSpec
+    server: ReplayServer
+    under_test: _Connected
+    reference: _Connected | None = None
+    stderr: dict[str, str] = field(default_factory=dict)
+
+    def hello(self, connected: _Connected) -> TargetHello:
+        """The target's hello, asked again after it was restarted (a crash or a hang)."""
+        target = connected.target
+        restarted = isinstance(target, CommandTarget) and not target.running
+        if connected.hello is None or restarted:
+            answer = target.exchange(
+                {"type": "hello", "protocol": PROTOCOL_VERSION}, self.spec.cell_timeout
+            )
+            try:
+                hello = HELLO_REPLY.validate_python(answer)
+            except ValidationError as error:
+                raise TargetProtocolError(
+                    f"{target.name} answered hello with {_problems(error)}"
+                ) from None
+            if hello.protocol != PROTOCOL_VERSION:
+                raise TargetProtocolError(
+                    f"{target.name} speaks protocol {hello.protocol}; this harness speaks "
+                    f"{PROTOCOL_VERSION}"
+                )
+            connected.hello = hello
+        assert connected.hello is not None
+        return connected.hello
+
+    def run_cell(self, cell: Cell, options: RunOptions) -> CellResult:
+        """Run `cell` on the target (and the reference). Nothing it raises escapes: a target
+        that crashes, hangs or breaks the protocol fails the cell; the next cell runs."""
+        started = time.perf_counter()
+        result = CellResult(cell)
+        try:
+            # one run id for both: the envelope's artifact ids are made from it
+            run_id = (
+                f"{cell.loaded.scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
+            )
+            observed = self._observe(self.under_test, cell, options, result, run_id)
+            if observed is not None and self.reference is not None:
+                reference = self._observe(self.reference, cell, options, CellResult(cell), run_id)
+                if reference is not None:
+                    result.mismatches.extend(_differences(reference, observed))
+        except HarnessError as error:
+            result.error = f"{type(error).__name__}: {error}"
+            result.error_code = error.code
+        except Exception as error:
+            unexpected = UnexpectedCellError.from_exception(error)
+            result.error = f"{type(unexpected).__name__}: {unexpected}"
+            result.error_code = unexpected.code
+        result.stderr = self.under_test.target.take_stderr()
+        result.duration = time.perf_counter() - started
+        return result
+
+    def _observe(
+        self,
+        connected: _Connected,
+        cell: Cell,
+        options: RunOptions,
+        result: CellResult,
+        run_id: str,
+    ) -> _Observed | None:
+        scenario = cell.loaded.scenario
+        if scenario.kind == "store_check":
+            result.skipped = "a store check runs on the harness, not on a target"
+            return None
+        hello = self.hello(connected)
+        reason = _unsupported(hello, cell)
+        if reason is not None:
+            result.skipped = reason
+            return None
+        transport: ScriptTransport | CassetteTransport = (
+            build.transport(
+                scenario,
+                cell.loaded.folder,
+                mode_for(cell, options),
+                strict=options.strict_cassettes,
+            )
+            if scenario.script is not None or scenario.cassette is not None
+            else ScriptTransport(scenario.provider, [])  # a completion module calls no model
+        )
+        session = self.server.attach(transport, output_tool=FINISH_TOOL)
+        try:
+            message = _cell_message(cell, options, self.server.session_urls(session), run_id)
+            answer = connected.target.exchange(message, self.spec.cell_timeout)
+        finally:
+            self.server.detach(session)
+            transport.close()
+        requests = _received(session)
+        if scenario.kind == "agent":
+            return self._agent(connected.target.name, scenario, message, answer, requests, result)
+        return self._module(connected.target.name, scenario, answer, requests, result)
+
+    def _agent(
+        self,
+        name: str,
+        scenario: Scenario,
+        message: dict[str, Any],
+        answer: dict[str, Any],
+        requests: list[tuple[str, LlmRequest]],
+        result: CellResult,
+    ) -> _Observed:
+        reply = _validated(AGENT_REPLY, answer, name)
+        if not isinstance(reply, AgentResult):
+            raise TargetError(f"{name} could not run the cell: {reply.message}")
+        spec = scenario.agent
+        assert spec is not None
+        agent = build.agent_definition(scenario, spec)
+        observation = _observation(reply, agent, requests)
+        mismatches, skipped = check_observation(scenario.expect, observation)
+        if scenario.workflow is not None and scenario.expect.downstream is not None:
+            downstream = run_workflow(scenario.workflow, reply.envelope)
+            mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
+        result.mismatches.extend(mismatches)
+        result.skipped_expectations.extend(skipped)
+        return _Observed(reply.model_dump(mode="json"), requests)
+
+    def _module(
+        self,
+        name: str,
+        scenario: Scenario,
+        answer: dict[str, Any],
+        requests: list[tuple[str, LlmRequest]],
+        result: CellResult,
+    ) -> _Observed:
+        reply = _validated(MODULE_REPLY, answer, name)
+        if not isinstance(reply, ModuleResult):
+            raise TargetError(f"{name} could not run the cell: {reply.message}")
+        if len(reply.executions) != 1:
+            raise TargetProtocolError(
+                f"{name} answered {len(reply.executions)} execution(s) for 1 sent"
+            )
+        (execution,) = reply.executions
+        error = None if execution.error is None else _ReportedError(execution.error)
+        result.mismatches.extend(
+            check_module(
+                scenario.expect,
+                outputs=dict(execution.outputs),
+                error=error,
+                llm_calls=len(requests),
+            )
+        )
+        return _Observed(reply.model_dump(mode="json"), requests)
+
+
+@dataclass(frozen=True)
+class _Observed:
+    answer: dict[str, Any]
+    requests: list[tuple[str, LlmRequest]]
+
+
+class _ReportedError(Exception):
+    """A module error as a target reported it, read by the expectations like a raised one."""
+
+    def __init__(self, reported: Any) -> None:
+        super().__init__(reported.message)
+        self.code = reported.code
+        self.type_name = reported.type
+
+
+@contextmanager
+def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
+    """Connect the target (and the reference), start the replay server; close all at the end."""
+    with ReplayServer() as server:
+        under_test = _Connected(spec.open())
+        reference = _Connected(CallableTarget(REFERENCE_TARGET)) if spec.compare_reference else None
+        try:
+            yield TargetRunner(spec, server, under_test, reference)
+        finally:
+            under_test.target.close()
+            if reference is not None:
+                reference.target.close()
+
+
+# -- the cell as a message --------------------------------------------------------------------------
+
+
+def _cell_message(
+    cell: Cell, options: RunOptions, base_urls: dict[str, str], run_id: str
+) -> dict[str, Any]:
+    scenario = cell.loaded.scenario
+    if options.model:
+        scenario = scenario.model_copy(update={"model": options.model})
+    if scenario.kind == "agent":
+        spec = scenario.agent
+        assert spec is not None
+        agent = build.agent_definition(scenario, spec)
+        return {
+            "type": "cell",
+            "id": cell.id,
+            "kind": "agent",
+            "scenario": scenario.name,
+            "runtime": cell.runtime,
+            "store": cell.store,
+            "provider": scenario.provider,
+            "model": agent.model,
+            "base_urls": base_urls,
+            "agent": spec.model_dump(mode="json"),
+            "user_message": spec.user_message,
+            "run_id": run_id,
+            "session_id": f"session-{scenario.name}",
+            "faults": [fault.model_dump(mode="json") for fault in scenario.faults],
+            "temporal": None if scenario.temporal is None else scenario.temporal.model_dump(),
+        }
+    return {
+        "type": "cell",
+        "id": cell.id,
+        "kind": scenario.kind,
+        "scenario": scenario.name,
+        "config": scenario.config,
+        "executions": [{"input": scenario.input}],
+        "base_urls": base_urls if scenario.kind == "decision" else {},
+        "models": [model.model_dump(mode="json") for model in scenario.models],
+        "session": None if scenario.session is None else scenario.session.model_dump(mode="json"),
+        "tool_policy": None
+        if scenario.tool_policy is None
+        else scenario.tool_policy.model_dump(mode="json"),
+    }
+
+
+def _needs(scenario: Scenario) -> list[str]:
+    """The protocol features a cell of `scenario` needs."""
+    spec = scenario.agent
+    if scenario.kind != "agent" or spec is None:
+        return []
+    needs = {
+        "faults": bool(scenario.faults),
+        "llm_config_override": spec.llm_config_override is not None,
+        "memory": spec.memory is not None,
+        "streaming": spec.stream,
+        "approval": any(tool.requires_approval for tool in spec.tools) or bool(spec.deny_approval),
+    }
+    return [feature for feature, needed in needs.items() if needed]
+
+
+def _unsupported(hello: TargetHello, cell: Cell) -> str | None:
+    scenario = cell.loaded.scenario
+    if scenario.kind not in hello.kinds:
+        return f"the target does not run {scenario.kind} scenarios (hello.kinds)"
+    if scenario.kind == "agent" and cell.runtime not in hello.runtimes:
+        return f"the target does not declare the {cell.runtime} runtime profile (hello.runtimes)"
+    missing = [feature for feature in _needs(scenario) if feature not in hello.features]
+    if missing:
+        return f"the target does not declare the feature(s) {', '.join(missing)} (hello.features)"
+    return None
+
+
+# -- reading the answer and the traffic -------------------------------------------------------------
+
+
+def _validated(adapter: Any, answer: Mapping[str, Any], name: str) -> Any:
+    try:
+        return adapter.validate_python(answer)
+    except ValidationError as error:
+        raise TargetProtocolError(f"{name} answered with {_problems(error)}") from None
+
+
+def _problems(error: ValidationError) -> str:
+    """Where the answer breaks the protocol, by location and reason (never the values: they
+    may be the user's content)."""
+    shown = [
+        f"{'.'.join(str(part) for part in problem['loc']) or '(answer)'}: {problem['msg']}"
+        for problem in error.errors(include_input=False)[:5]
+    ]
+    more = error.error_count() - len(shown)
+    return (
+        "an answer that breaks the protocol: "
+        + "; ".join(shown)
+        + (f"; and {more} more" if more > 0 else "")
+    )
+
+
+def _received(session: Session) -> list[tuple[str, LlmRequest]]:
+    """Each request the session received, parsed, and called `forced` or `work`."""
+    requests: list[tuple[str, LlmRequest]] = []
+    for received in session.received:
+        try:
+            request = adapter_for(received.provider).parse_request(json.loads(received.body))
+        except (ValueError, HarnessError):
+            continue  # the server answered it with a provider error; nothing to check
+        kind = "forced" if request.forces_tool(session.output_tool) else "work"
+        requests.append((kind, request))
+    return requests
+
+
+def _observation(
+    reply: AgentResult, agent: Any, requests: list[tuple[str, LlmRequest]]
+) -> AgentObservation:
+    trigger = next(
+        (chunk.trigger for chunk in reply.chunks if chunk.kind == "forced_completion"), None
+    )
+    fragments = {fragment.name: fragment.text for fragment in work_fragments(agent)}
+    fragments.update({fragment.name: fragment.text for fragment in forced_fragments(agent)})
+    memory_opening = memory_message(("",)).content.split("\n", 1)[0]
+    counters = reply.counters
+    return AgentObservation(
+        status=reply.status,
+        error_code=reply.error_code,
+        error_message=reply.error_message,
+        output=reply.output,
+        output_schema=agent.output_schema,
+        chunks=reply.chunks,
+        outcome_record=reply.outcome_record.model_dump(),
+        envelope=reply.envelope.model_dump(mode="json", by_alias=True),
+        requests={
+            kind: [
+                _on_the_wire(request, fragments, memory_opening, trigger)
+                for sent, request in requests
+                if sent == kind
+            ]
+            for kind in ("work", "forced")
+        },
+        memory_extractions=counters.memory_extractions,
+        override_calls=counters.llm_config_override_calls,
+        crashes=counters.crashes,
+        forced_state=counters.forced_state,
+        forced_state_reported="forced_state" in counters.model_fields_set,
+    )
+
+
+def _on_the_wire(
+    request: LlmRequest, fragments: dict[str, str], memory_opening: str, trigger: str | None
+) -> ObservedRequest:
+    """What a wire request carried, read from its text: a fragment is there when its text is in
+    the system prompt, the recall when a user message opens as the recall does, the forced
+    attempt from the `[completion]` message's `(attempt N of M)`."""
+    system = request.system_text()
+    users = [m.content for m in request.messages if isinstance(m, UserMessage)]
+    metadata: dict[str, Any] | None = None
+    last = request.messages[-1] if request.messages else None
+    if isinstance(last, UserMessage) and last.content.startswith(COMPLETION_PREFIX):
+        attempt = _ATTEMPT.search(last.content)
+        metadata = {"trigger": trigger}
+        if attempt is not None:
+            metadata |= {"attempt": int(attempt[1]), "maxAttempts": int(attempt[2])}
+    return ObservedRequest(
+        request=request,
+        fragments=tuple(name for name, text in fragments.items() if text and text in system),
+        memory_injected=any(text.startswith(memory_opening) for text in users),
+        completion_metadata=metadata,
+        reasoning_unsent=True,
+    )
+
+
+# -- comparing with the reference -------------------------------------------------------------------
+
+_VOLATILE_ANSWER: Final = (("envelope", "allocationId"), ("envelope", "durationMs"))
+
+
+def _differences(reference: _Observed, observed: _Observed) -> list[Mismatch]:
+    """Every structural difference between the reference's answer and traffic and the target's,
+    each as a mismatch on `reference.answer...` or `reference.requests...`."""
+    ours, theirs = _comparable(reference.answer), _comparable(observed.answer)
+    differences = [
+        Mismatch("reference.answer", "the reference's answer", line)
+        for line in structural_diff(ours, theirs, "answer")
+    ]
+    sent = [
+        {"kind": kind, **request.model_dump(mode="json")} for kind, request in reference.requests
+    ]
+    received = [
+        {"kind": kind, **request.model_dump(mode="json")} for kind, request in observed.requests
+    ]
+    differences.extend(
+        Mismatch("reference.requests", "the reference's requests", line)
+        for line in structural_diff(sent, received, "requests")
+    )
+    return differences
+
+
+def _comparable(answer: dict[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = json.loads(json.dumps(answer))
+    copied.pop("id", None)
+    for outer, inner in _VOLATILE_ANSWER:
+        if isinstance(copied.get(outer), dict):
+            copied[outer].pop(inner, None)
+    return copied
