@@ -82,7 +82,14 @@ def test_a_crashing_cell_fails_alone_and_every_report_is_complete(
     assert "2 passed, 1 failed" in result.output
     assert "Traceback" not in result.output
     cells = {cell["scenario"]: cell for cell in report["cells"]}
-    assert report["summary"] == {"cells": 3, "passed": 2, "failed": 1, "errors": 1}
+    assert report["summary"] == {
+        "cells": 3,
+        "passed": 2,
+        "failed": 1,
+        "skipped": 0,
+        "skipped_expectations": 0,
+        "errors": 1,
+    }
     assert cells["second"]["error_code"] == "cell_crashed"
     assert "KeyError" in cells["second"]["error"]
     assert "test_run_resilience.py:" in cells["second"]["error"], "names where it was raised"
