@@ -355,6 +355,16 @@ def schema(context: click.Context) -> None:
         click.echo(json.dumps(scenario_schema(Scenario), indent=2))
 
 
+@schema.command("target")
+def schema_target() -> None:
+    """Print the JSON Schema of the target protocol: every message to and from a target."""
+    import json
+
+    from harness.targets import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
 @schema.command("records")
 @click.option(
     "--out",

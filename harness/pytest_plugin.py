@@ -25,12 +25,14 @@ if TYPE_CHECKING:
     from harness.llm.gateway import LlmGateway
     from harness.llm.script import HttpxScriptTransport, ScriptedReply, ScriptTransport
     from harness.scenarios.run import Cell, RunOptions
+    from harness.targets import TargetRunner
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 CASSETTE_MARKER = "harness_cassette"
 
 _SCENARIO_ROOTS = pytest.StashKey[tuple[Path, ...]]()
 _RUN_OPTIONS = pytest.StashKey["RunOptions"]()
+_TARGET_RUNNER = pytest.StashKey["TargetRunner | None"]()
 _REGISTERED_TAGS = pytest.StashKey[set[str]]()
 
 
@@ -126,6 +128,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Run scenario cells of this store only (repeatable).",
     )
     group.addoption(
+        "--harness-target",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="Run the scenario cells on this Python implementation under test (default: "
+        "[tool.harness] target in pyproject.toml, else the in-process reference).",
+    )
+    group.addoption(
+        "--harness-target-cmd",
+        default=None,
+        metavar="COMMAND",
+        help="Run the scenario cells on this command, spoken to in JSON lines.",
+    )
+    group.addoption(
         "--harness-store-url",
         default=None,
         metavar="URL",
@@ -217,6 +232,28 @@ def _run_options(config: pytest.Config) -> RunOptions:
         )
         config.stash[_RUN_OPTIONS] = options
     return options
+
+
+def _target_runner(config: pytest.Config) -> TargetRunner | None:
+    """The implementation under test the scenario cells run on (one per process, so one per
+    pytest-xdist worker), or None for the in-process reference."""
+    if _TARGET_RUNNER in config.stash:
+        return config.stash[_TARGET_RUNNER]
+    from harness.targets import TargetSpec, configured_target, target_runner
+
+    target = config.getoption("harness_target")
+    command = config.getoption("harness_target_cmd")
+    if target is None and command is None:
+        target = configured_target(config.rootpath / "pyproject.toml")
+    runner = None
+    if target is not None or command is not None:
+        stack = ExitStack()
+        runner = stack.enter_context(
+            target_runner(TargetSpec(callable=None if command else target, command=command))
+        )
+        config.add_cleanup(stack.close)
+    config.stash[_TARGET_RUNNER] = runner
+    return runner
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -314,7 +351,13 @@ class ScenarioItem(pytest.Item):
         from harness.errors import ScenarioCellFailed
         from harness.scenarios.run import run_cell
 
-        result = run_cell(self.cell, _run_options(self.config))
+        runner = _target_runner(self.config)
+        options = _run_options(self.config)
+        result = (
+            run_cell(self.cell, options) if runner is None else runner.run_cell(self.cell, options)
+        )
+        if result.skipped is not None:
+            pytest.skip(result.skipped)
         if not result.passed:
             raise ScenarioCellFailed(result.cell.id, result)
 

@@ -362,3 +362,33 @@ def test_xdist_records_scenarios_and_tests_in_parallel(
 
     project.runpytest_subprocess("-n", "2").assert_outcomes(passed=4 + 6 + 6)
     assert len(provider.received) == 1
+
+
+def test_harness_target_runs_the_cells_on_the_implementation_under_test(
+    project: pytest.Pytester,
+) -> None:
+    scenario_file(project, "forced.yaml", PASSING)
+    (project.path / "my_runtime.py").write_text(
+        textwrap.dedent(
+            """
+            from harness.targets.reference import run as reference
+
+            def run(message):
+                answer = reference(message)
+                if message.get("type") == "hello":
+                    answer["runtimes"] = ["js"]  # temporal cells are skipped, with the reason
+                if message.get("type") == "cell":
+                    answer["output"] = {"city": "Lyon"}
+                return answer
+            """
+        )
+    )
+    result = project.runpytest("-rs", "--harness-target", "my_runtime:run")
+    result.assert_outcomes(failed=2, skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            '*forced.yaml:*finish-direct[[]js-sqlite[]]: expect.output: expected {"city": "Paris"}, '
+            'got {"city": "Lyon"}',
+            "*the target does not declare the temporal runtime profile (hello.runtimes)*",
+        ]
+    )

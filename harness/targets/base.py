@@ -127,6 +127,7 @@ class CommandTarget:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=STDERR_KEPT)
         self._stderr_lock = threading.Lock()
+        self._readers: list[threading.Thread] = []
         self.starts = 0
 
     def _start(self) -> subprocess.Popen[bytes]:
@@ -158,8 +159,12 @@ class CommandTarget:
                 with self._stderr_lock:
                     self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
 
-        threading.Thread(target=read_stdout, daemon=True).start()
-        threading.Thread(target=read_stderr, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=read_stdout, daemon=True),
+            threading.Thread(target=read_stderr, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
         self._process = process
         self.starts += 1
         return process
@@ -189,8 +194,11 @@ class CommandTarget:
                 "and is started again for the next cell"
             ) from None
         if line is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(_SHUTDOWN_GRACE)  # its stdout closed: it is exiting
+            crashed = TargetCrashed(self._ended("exited before answering"))
             self._stop()
-            raise TargetCrashed(self._ended("exited before answering"))
+            raise crashed
         return _decoded(line, self.name)
 
     def _ended(self, what: str) -> str:
@@ -211,6 +219,12 @@ class CommandTarget:
         with contextlib.suppress(OSError):
             process.kill()
         process.wait()
+        for reader in self._readers:  # they end at the pipes' end, now the process is gone
+            reader.join(_SHUTDOWN_GRACE)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
     def close(self) -> None:
         process = self._process

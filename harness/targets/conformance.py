@@ -381,7 +381,8 @@ def _problems(error: ValidationError) -> str:
     """Where the answer breaks the protocol, by location and reason (never the values: they
     may be the user's content)."""
     shown = [
-        f"{'.'.join(str(part) for part in problem['loc']) or '(answer)'}: {problem['msg']}"
+        f"{'.'.join(str(part) for part in _location(problem['loc'])) or '(answer)'}: "
+        f"{problem['msg']}"
         for problem in error.errors(include_input=False)[:5]
     ]
     more = error.error_count() - len(shown)
@@ -390,6 +391,11 @@ def _problems(error: ValidationError) -> str:
         + "; ".join(shown)
         + (f"; and {more} more" if more > 0 else "")
     )
+
+
+def _location(location: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A location in the answer, without the message type pydantic puts first for a union."""
+    return location[1:] if location[:1] in (("result",), ("error",), ("hello",)) else location
 
 
 def _received(session: Session) -> list[tuple[str, LlmRequest]]:
