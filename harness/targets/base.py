@@ -76,29 +76,24 @@ class CallableTarget:
     def __init__(self, spec: str) -> None:
         self.name = spec
         self._function = load_callable(spec)
+        self._worker: _Worker | None = None
 
     def exchange(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
-        answers: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
-
-        def call() -> None:
-            try:
-                answers.put((True, self._function(dict(message))))
-            except BaseException as error:  # reported as the cell's failure, by type only
-                answers.put((False, error))
-
-        # A thread, so a callable that never returns fails its cell instead of the run.
-        threading.Thread(target=call, daemon=True, name=f"harness-target-{self.name}").start()
+        # The callable runs on a worker thread, so one that never returns fails its cell, not
+        # the run: the worker is abandoned and the next cell gets a new one.
+        if self._worker is None:
+            self._worker = _Worker(self._function, self.name)
         try:
-            ok, answer = answers.get(timeout=timeout)
+            ok, answer = self._worker.call(dict(message), timeout)
         except queue.Empty:
+            self._worker = None
             raise TargetTimeout(
                 f"{self.name} did not return within {timeout:g}s (--cell-timeout)"
             ) from None
         if not ok:
-            where = _innermost(answer)
             raise TargetCrashed(
-                f"{self.name} raised {type(answer).__name__}{where}; its message is not shown "
-                "since it may quote scenario content"
+                f"{self.name} raised {type(answer).__name__}{_innermost(answer)}; its message "
+                "is not shown since it may quote scenario content"
             )
         if not isinstance(answer, dict):
             raise TargetProtocolError(
@@ -111,6 +106,30 @@ class CallableTarget:
 
     def close(self) -> None:
         return None
+
+
+class _Worker:
+    """A daemon thread calling `function` with each message it is given."""
+
+    def __init__(self, function: Callable[[dict[str, Any]], Any], name: str) -> None:
+        self._function = function
+        self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._answers: queue.Queue[tuple[bool, Any]] = queue.Queue()
+        threading.Thread(target=self._serve, daemon=True, name=f"harness-target {name}").start()
+
+    def _serve(self) -> None:
+        while True:
+            message = self._messages.get()
+            try:
+                self._answers.put((True, self._function(message)))
+            except BaseException as error:  # reported as the cell's failure, by type only
+                self._answers.put((False, error))
+
+    def call(self, message: dict[str, Any], timeout: float) -> tuple[bool, Any]:
+        """The function's answer (True, value) or exception (False, error); `queue.Empty` when
+        it takes longer than `timeout`."""
+        self._messages.put(message)
+        return self._answers.get(timeout=timeout)
 
 
 class CommandTarget:

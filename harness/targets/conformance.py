@@ -235,7 +235,7 @@ class TargetRunner:
             mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
         result.mismatches.extend(mismatches)
         result.skipped_expectations.extend(skipped)
-        return _Observed(reply.model_dump(mode="json"), requests)
+        return _Observed(reply, requests)
 
     def _module(
         self,
@@ -262,13 +262,17 @@ class TargetRunner:
                 llm_calls=len(requests),
             )
         )
-        return _Observed(reply.model_dump(mode="json"), requests)
+        return _Observed(reply, requests)
 
 
 @dataclass(frozen=True)
 class _Observed:
-    answer: dict[str, Any]
+    reply: AgentResult | ModuleResult
     requests: list[tuple[str, LlmRequest]]
+
+    @property
+    def answer(self) -> dict[str, Any]:
+        return self.reply.model_dump(mode="json")
 
 
 class _ReportedError(Exception):
