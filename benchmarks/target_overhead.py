@@ -32,7 +32,8 @@ from typing import Final
 from benchmarks.scenario_library import build_library
 from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.run import Cell, CellResult
-from harness.targets import REFERENCE_TARGET, TargetSpec, target_runner
+from harness.scenarios.targets import TargetSpec, target_runner
+from harness.targets import REFERENCE_TARGET
 
 RATIO_TARGET: Final = 2.0
 COMMAND: Final = (

@@ -17,7 +17,7 @@ from rich.table import Table
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from harness.targets import TargetSpec
+    from harness.scenarios.targets import TargetSpec
 
 _T = TypeVar("_T")
 
@@ -175,7 +175,7 @@ def run(
     with contextlib.ExitStack() as stack, Progress(console=console, transient=True) as progress:
         run_one = partial(run_cell, options=options)
         if target_spec is not None:
-            from harness.targets import target_runner
+            from harness.scenarios.targets import target_runner
 
             try:
                 runner = stack.enter_context(target_runner(target_spec))
@@ -724,7 +724,8 @@ def _target_spec(
 ) -> TargetSpec | None:
     """The implementation to run the cells on: `--target`, `--target-cmd`, else
     `[tool.harness] target` in ./pyproject.toml; None for the in-process reference."""
-    from harness.targets import TargetSpec, TargetSpecError, configured_target
+    from harness.scenarios.targets import TargetSpec, configured_target
+    from harness.targets import TargetSpecError
 
     if target is not None and target_cmd is not None:
         raise TargetSpecError("give --target or --target-cmd, not both")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from harness.llm.gateway import LlmGateway
     from harness.llm.script import HttpxScriptTransport, ScriptedReply, ScriptTransport
     from harness.scenarios.run import Cell, RunOptions
-    from harness.targets import TargetRunner
+    from harness.scenarios.targets import TargetRunner
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 CASSETTE_MARKER = "harness_cassette"
@@ -239,7 +239,7 @@ def _target_runner(config: pytest.Config) -> TargetRunner | None:
     pytest-xdist worker), or None for the in-process reference."""
     if _TARGET_RUNNER in config.stash:
         return config.stash[_TARGET_RUNNER]
-    from harness.targets import TargetSpec, configured_target, target_runner
+    from harness.scenarios.targets import TargetSpec, configured_target, target_runner
 
     target = config.getoption("harness_target")
     command = config.getoption("harness_target_cmd")

@@ -1,9 +1,31 @@
-"""Scenario files: load, run and check what must be true at the end of a run."""
+"""Scenario files: load, run (on the reference or on a target) and check what must be true at
+the end of a run."""
+
+from typing import TYPE_CHECKING
 
 from harness.scenarios.expect import Mismatch
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.load import LoadedScenario, ScenarioFileError, load_scenarios
 from harness.scenarios.run import Cell, CellResult, RunOptions, expand, run_cell, run_scenario
+
+if TYPE_CHECKING:
+    from harness.scenarios.targets import (
+        TargetRunner,
+        TargetSpec,
+        configured_target,
+        target_runner,
+    )
+
+_TARGETS = frozenset({"TargetRunner", "TargetSpec", "configured_target", "target_runner"})
+
+
+def __getattr__(name: str) -> object:
+    """The target runner loads on first use: it brings the replay server (Starlette, uvicorn)."""
+    if name in _TARGETS:
+        from harness.scenarios import targets
+
+        return getattr(targets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Cell",
@@ -14,8 +36,12 @@ __all__ = [
     "RunOptions",
     "Scenario",
     "ScenarioFileError",
+    "TargetRunner",
+    "TargetSpec",
+    "configured_target",
     "expand",
     "load_scenarios",
     "run_cell",
     "run_scenario",
+    "target_runner",
 ]

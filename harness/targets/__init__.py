@@ -1,6 +1,6 @@
-"""Conformance of an implementation under test: the target protocol, the ways to reach a target
-(a Python callable, a command speaking JSON lines), the harness's own reference as a target, and
-the runner that checks a target's answers and traffic against the scenario library."""
+"""Implementations under test: the target protocol, the ways to reach a target (a Python callable,
+a command speaking JSON lines), and the harness's own reference as a target. The scenario runner
+that checks a target's answers and traffic is `harness.scenarios.targets`."""
 
 from harness.targets.base import (
     DEFAULT_CELL_TIMEOUT,
@@ -13,14 +13,10 @@ from harness.targets.base import (
     TargetSpecError,
     TargetTimeout,
 )
-from harness.targets.conformance import (
-    REFERENCE_TARGET,
-    TargetRunner,
-    TargetSpec,
-    configured_target,
-    target_runner,
-)
 from harness.targets.protocol import PROTOCOL_VERSION, json_schema
+
+REFERENCE_TARGET = "harness.targets.reference:run"
+"""The harness's own modules as a target: `harness run --target harness.targets.reference:run`."""
 
 __all__ = [
     "DEFAULT_CELL_TIMEOUT",
@@ -32,11 +28,7 @@ __all__ = [
     "TargetCrashed",
     "TargetError",
     "TargetProtocolError",
-    "TargetRunner",
-    "TargetSpec",
     "TargetSpecError",
     "TargetTimeout",
-    "configured_target",
     "json_schema",
-    "target_runner",
 ]

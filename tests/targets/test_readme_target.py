@@ -10,7 +10,7 @@ import pytest
 
 from harness.scenarios import RunOptions, expand, load_scenarios
 from harness.scenarios.report import failure_lines
-from harness.targets import TargetSpec, target_runner
+from harness.scenarios.targets import TargetSpec, target_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "targets" / "python_completion" / "harness_target.py"

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.report import failure_lines, skip_lines, summary
-from harness.targets import REFERENCE_TARGET, TargetSpec, json_schema, target_runner
+from harness.scenarios.targets import TargetSpec, target_runner
+from harness.targets import REFERENCE_TARGET, json_schema
 from tests.support.targets import stdio_target
 
 ROOT = Path(__file__).resolve().parents[2]

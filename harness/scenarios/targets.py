@@ -49,6 +49,7 @@ from harness.scenarios.format import Scenario
 from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
 from harness.serve import ReplayServer
 from harness.serve.app import Session
+from harness.targets import REFERENCE_TARGET
 from harness.targets.base import (
     DEFAULT_CELL_TIMEOUT,
     CallableTarget,
@@ -69,7 +70,8 @@ from harness.targets.protocol import (
 )
 from harness.workflow import run_workflow
 
-REFERENCE_TARGET: Final = "harness.targets.reference:run"
+HELLO_TIMEOUT: Final = 60.0
+"""Seconds a target may take to start and answer hello (a cold start may import a lot)."""
 _ATTEMPT = re.compile(r"\(attempt (\d+) of (\d+)\)")
 
 
@@ -131,7 +133,8 @@ class TargetRunner:
         restarted = isinstance(target, CommandTarget) and not target.running
         if connected.hello is None or restarted:
             answer = target.exchange(
-                {"type": "hello", "protocol": PROTOCOL_VERSION}, self.spec.cell_timeout
+                {"type": "hello", "protocol": PROTOCOL_VERSION},
+                max(self.spec.cell_timeout, HELLO_TIMEOUT),
             )
             try:
                 hello = HELLO_REPLY.validate_python(answer)
