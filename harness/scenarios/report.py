@@ -65,6 +65,10 @@ def failure_lines(result: CellResult) -> list[str]:
         f"expected {_short(m.expected)}, got {_short(m.actual)}"
         for m in result.mismatches
     ]
+    lines.extend(
+        f"{loaded.path}:{loaded.line} {result.cell.id}: differs from the reference: {difference}"
+        for difference in result.differences
+    )
     if result.error is not None:
         lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: {result.error}")
     if lines and result.stderr:
@@ -119,6 +123,7 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
                 "skipped": r.skipped,
                 "skipped_expectations": r.skipped_expectations,
                 "stderr": r.stderr or None,
+                "differences_from_reference": r.differences,
                 "duration_seconds": round(r.duration, 6),
                 "error": r.error,
                 "error_code": r.error_code,

@@ -89,10 +89,18 @@ class CellResult:
     """Expectations not checked, each with its reason (the target does not report a counter)."""
     stderr: str = ""
     """What a command target wrote to stderr while it ran this cell."""
+    differences: list[str] = field(default_factory=list)
+    """With `--compare-reference`: how the target's answer and traffic differ from the
+    reference's, one structural difference per line."""
 
     @property
     def passed(self) -> bool:
-        return not self.mismatches and self.error is None and self.skipped is None
+        return (
+            not self.mismatches
+            and not self.differences
+            and self.error is None
+            and self.skipped is None
+        )
 
     @property
     def failed(self) -> bool:

@@ -39,7 +39,6 @@ from harness.llm.script import ScriptTransport
 from harness.scenarios import build
 from harness.scenarios.expect import (
     AgentObservation,
-    Mismatch,
     ObservedRequest,
     check_downstream,
     check_module,
@@ -165,7 +164,7 @@ class TargetRunner:
             if observed is not None and self.reference is not None:
                 reference = self._observe(self.reference, cell, options, CellResult(cell), run_id)
                 if reference is not None:
-                    result.mismatches.extend(_differences(reference, observed))
+                    result.differences.extend(_differences(reference, observed))
         except HarnessError as error:
             result.error = f"{type(error).__name__}: {error}"
             result.error_code = error.code
@@ -482,24 +481,18 @@ def _on_the_wire(
 _VOLATILE_ANSWER: Final = (("envelope", "allocationId"), ("envelope", "durationMs"))
 
 
-def _differences(reference: _Observed, observed: _Observed) -> list[Mismatch]:
-    """Every structural difference between the reference's answer and traffic and the target's,
-    each as a mismatch on `reference.answer...` or `reference.requests...`."""
+def _differences(reference: _Observed, observed: _Observed) -> list[str]:
+    """Every structural difference between the reference's answer and traffic and the target's
+    (`answer.chunks[0].step: 0 -> 7`: the reference's value, then the target's)."""
     ours, theirs = _comparable(reference.answer), _comparable(observed.answer)
-    differences = [
-        Mismatch("reference.answer", "the reference's answer", line)
-        for line in structural_diff(ours, theirs, "answer")
-    ]
+    differences = list(structural_diff(ours, theirs, "answer"))
     sent = [
         {"kind": kind, **request.model_dump(mode="json")} for kind, request in reference.requests
     ]
     received = [
         {"kind": kind, **request.model_dump(mode="json")} for kind, request in observed.requests
     ]
-    differences.extend(
-        Mismatch("reference.requests", "the reference's requests", line)
-        for line in structural_diff(sent, received, "requests")
-    )
+    differences.extend(structural_diff(sent, received, "requests"))
     return differences
 
 

@@ -208,8 +208,12 @@ def test_compare_reference_reports_a_difference_the_expectations_are_silent_on(
     first, _ = run_on(spec, two_cells)
     lines = failure_lines(first)
     assert any(
-        "expect.reference.answer:" in line and "chunks[0].step: 0 -> 7" in line for line in lines
+        line.endswith(
+            "capital[js-memory]: differs from the reference: answer.chunks[0].step: 0 -> 7"
+        )
+        for line in lines
     ), lines
+    assert first.mismatches == [], "the scenario's own expectations still pass"
 
 
 def test_the_protocol_schema_accepts_the_reference_hello_and_refuses_a_bad_one() -> None:
