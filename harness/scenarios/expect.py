@@ -10,6 +10,7 @@ from harness.agent.output import output_validator
 from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
 from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled, ReasoningEffort
+from harness.protocol.chunks import ForcedCompletionChunk
 from harness.protocol.forced import ForcedCompletionState
 from harness.scenarios.format import (
     ChunkExpect,
@@ -65,6 +66,8 @@ def check_agent(
             mismatches.append(Mismatch("output_valid", given["output_valid"], valid))
     if expect.chunks is not None:
         mismatches.extend(_check_chunks(expect.chunks, result))
+    if expect.chunk_sequence is not None:
+        mismatches.extend(check_chunk_sequence(expect.chunk_sequence, result.forced_chunks()))
     if expect.chunk_phases is not None:
         chunk_phases = [chunk.phase for chunk in result.forced_chunks()]
         if chunk_phases != expect.chunk_phases:
@@ -179,6 +182,25 @@ def _check_chunks(wanted: Sequence[ChunkExpect], result: RunResult) -> list[Mism
             return [Mismatch("chunks", [w.model_dump(exclude_none=True) for w in wanted], chunks)]
         position += 1
     return []
+
+
+def check_chunk_sequence(
+    wanted: Sequence[ChunkExpect], chunks: Sequence[ForcedCompletionChunk]
+) -> list[Mismatch]:
+    """`chunks` must be exactly `wanted`: as many, in order, nothing between, each item's given
+    fields matching its chunk. The mismatch shows both lists, each chunk with the fields its
+    item compares (all its fields where no item faces it), so the difference is in plain view."""
+    expected = [item.model_dump(exclude_none=True) for item in wanted]
+    actual = [chunk.model_dump(exclude={"kind"}, exclude_none=True) for chunk in chunks]
+    if len(actual) == len(expected) and all(map(_subset, expected, actual)):
+        return []
+    shown = [
+        {key: value for key, value in chunk.items() if key in expected[index]}
+        if index < len(expected)
+        else chunk
+        for index, chunk in enumerate(actual)
+    ]
+    return [Mismatch("chunk_sequence", expected, shown)]
 
 
 def _check_requests(key: str, wanted: RequestExpect, requests: list[LlmRequest]) -> list[Mismatch]:
