@@ -13,7 +13,7 @@ from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt
 
 from harness.llm.models import LlmRequest, Message
 from harness.protocol._base import WireModel
-from harness.protocol.chunks import StreamChunk
+from harness.protocol.chunks import RunFinishChunk, StreamChunk
 from harness.protocol.forced import ForcedCompletionState, ForcedTrigger
 
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
@@ -83,3 +83,18 @@ class RunState(WireModel):
 
     def with_chunks(self, *chunks: StreamChunk) -> RunState:
         return self.model_copy(update={"chunks": (*self.chunks, *chunks)})
+
+    def cancelled(self) -> RunState:
+        """The run ended from outside before `run_finished`: status `cancelled`, no output and
+        no error (even when the loop had already decided an outcome it had not yet finished),
+        and a `run_finish` chunk saying so. The transcript, answers and forced-completion state
+        stay as they were, and no memory is extracted: the run reached no terminal outcome."""
+        return self.model_copy(
+            update={
+                "status": "cancelled",
+                "phase": "finished",
+                "output": None,
+                "error_code": None,
+                "error_message": None,
+            }
+        ).with_chunks(RunFinishChunk(status="cancelled"))

@@ -2,7 +2,9 @@
 
 A `Runtime` runs an `AgentLoop` to its end. After every unit of work it saves the run state to
 its store, at the persistence points its profile persists at; a fault plan can kill the run right
-after a given point, and `resume` continues from what the store holds.
+after a given point, and `resume` continues from what the store holds. A cancellation ends the
+run right after a given point, as a cancel request from outside would: the runtime saves the run
+as `cancelled` and stops.
 """
 
 from __future__ import annotations
@@ -72,6 +74,40 @@ class Fault:
     occurrence: int = 1
 
 
+@dataclass(frozen=True)
+class Cancel:
+    """Cancel the run right after the `occurrence`-th persistence at `point`, as a cancel
+    request from outside that the runtime honours there (`check_cancel` says which plans can
+    act)."""
+
+    point: PersistencePoint
+    occurrence: int = 1
+
+
+class CancelPlanInvalid(HarnessError, ValueError):
+    """A cancellation that could never act: after `run_finished`, or where a fault fires."""
+
+    code = "cancel_plan_invalid"
+
+
+def check_cancel(cancel: Cancel | None, faults: Sequence[Fault]) -> None:
+    """Refuse a cancellation that could never act (`CancelPlanInvalid`): one after
+    `run_finished`, when the run is over, or one after the same persistence as a crash fault,
+    where one of the two would silently not act."""
+    if cancel is None:
+        return
+    if cancel.point == "run_finished":
+        raise CancelPlanInvalid(
+            "a run is over at run_finished and cannot be cancelled there; cancel after an "
+            "earlier persistence point"
+        )
+    if any((f.point, f.occurrence) == (cancel.point, cancel.occurrence) for f in faults):
+        raise CancelPlanInvalid(
+            f"cancel and a fault both act after {cancel.point} (occurrence {cancel.occurrence});"
+            " the run can either crash or be cancelled there, so move one of them"
+        )
+
+
 @dataclass
 class Runtime:
     """One runtime profile over one store."""
@@ -80,16 +116,17 @@ class Runtime:
     store: StateStore
     faults: Sequence[Fault] = ()
     options: RuntimeOptions = field(default_factory=RuntimeOptions)
+    cancel: Cancel | None = None
     _seen: dict[PersistencePoint, int] = field(default_factory=dict)
     duration_seconds: float = 0.0
 
     def start(
         self, loop: AgentLoop, *, run_id: str, session_id: str, user_message: str
     ) -> RunState:
-        """Start a run and drive it to its end (or to a simulated crash)."""
+        """Start a run and drive it to its end (or to a simulated crash, or a cancellation)."""
         loop.invoke_config_override = self.profile.invokes_config_override
         state = loop.start(run_id=run_id, session_id=session_id, user_message=user_message)
-        self._persist(state, "run_started")
+        state = self._persist(state, "run_started")
         return self._drive(loop, state)
 
     def resume(self, loop: AgentLoop, run_id: str) -> RunState:
@@ -105,12 +142,14 @@ class Runtime:
         try:
             while not state.finished:
                 state, point = loop.advance(state)
-                self._persist(state, point)
+                state = self._persist(state, point)
         finally:
             self.duration_seconds += time.perf_counter() - started
         return state
 
-    def _persist(self, state: RunState, point: PersistencePoint) -> None:
+    def _persist(self, state: RunState, point: PersistencePoint) -> RunState:
+        """Save `state` at `point`; then crash if a fault says so, or end the run cancelled if
+        the cancellation is due (saved too). Returns the state the run goes on from."""
         if (
             point == "forced_entered"
             and self.profile.needs_forced_completion_activity
@@ -118,16 +157,24 @@ class Runtime:
         ):
             raise ActivityNotRegistered("persistForcedCompletion")
         if point in self.profile.persists_at or point == "run_finished":
-            self.store.save(
-                StoredRun(
-                    run_id=state.run_id,
-                    status=state.status,
-                    state_json=state.model_dump_json(),
-                    forced_completion=state.forced_completion,
-                )
-            )
+            self._save(state)
         seen = self._seen.get(point, 0) + 1
         self._seen[point] = seen
         for fault in self.faults:
             if fault.point == point and fault.occurrence == seen:
                 raise SimulatedCrash(point, seen)
+        cancel = self.cancel
+        if cancel is not None and (cancel.point, cancel.occurrence) == (point, seen):
+            state = state.cancelled()
+            self._save(state)  # a cancelled run is saved on every profile, as a finished one is
+        return state
+
+    def _save(self, state: RunState) -> None:
+        self.store.save(
+            StoredRun(
+                run_id=state.run_id,
+                status=state.status,
+                state_json=state.model_dump_json(),
+                forced_completion=state.forced_completion,
+            )
+        )

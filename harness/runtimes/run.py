@@ -14,7 +14,14 @@ from harness.agent.tools import ApprovalPolicy, approve_all
 from harness.errors import HarnessError
 from harness.llm.gateway import Completer
 from harness.protocol.chunks import RunFinishChunk
-from harness.runtimes.base import ActivityNotRegistered, Fault, RuntimeOptions, SimulatedCrash
+from harness.runtimes.base import (
+    ActivityNotRegistered,
+    Cancel,
+    Fault,
+    RuntimeOptions,
+    SimulatedCrash,
+    check_cancel,
+)
 from harness.runtimes.profiles import runtime_for
 from harness.stores.base import StateStore, StoredRun
 from harness.stores.memory import MemoryStore
@@ -36,9 +43,13 @@ def run_agent(
     approve: ApprovalPolicy = approve_all,
     extract_memories: MemoryExtractor | None = None,
     options: RuntimeOptions | None = None,
+    cancel: Cancel | None = None,
 ) -> RunResult:
     """Run `agent` to its end. Each fault kills the runtime once; the run resumes from its store
-    in a new runtime, as a restarted worker would."""
+    in a new runtime, as a restarted worker would. `cancel` ends the run `cancelled` where it
+    says (refused up front by `check_cancel` if it never could); a fault or cancellation the run
+    never reaches raises `FaultNotReached` or `CancelNotReached`."""
+    check_cancel(cancel, faults)
     store = store if store is not None else MemoryStore()
     run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
     session_id = session_id or f"session-{run_id}"
@@ -53,7 +64,7 @@ def run_agent(
         )
 
     seen: dict[PersistencePoint, int] = {}
-    engine = replace(runtime_for(runtime, store, faults, options), _seen=seen)
+    engine = replace(runtime_for(runtime, store, faults, options), _seen=seen, cancel=cancel)
     duration = 0.0
     crashes = 0
     try:
@@ -65,7 +76,9 @@ def run_agent(
             crashes += 1
             duration += engine.duration_seconds
             for _ in range(MAX_RESUMES):
-                engine = replace(runtime_for(runtime, store, faults, options), _seen=seen)
+                engine = replace(
+                    runtime_for(runtime, store, faults, options), _seen=seen, cancel=cancel
+                )
                 try:
                     state = engine.resume(new_loop(), run_id)
                     break
@@ -80,6 +93,8 @@ def run_agent(
     unfired = [f for f in faults if seen.get(f.point, 0) < f.occurrence]
     if unfired:
         raise FaultNotReached(unfired, seen)
+    if cancel is not None and state.status != "cancelled":
+        raise CancelNotReached(cancel, seen)
     return RunResult(agent=agent, state=state, duration_ms=int(duration * 1000), crashes=crashes)
 
 
@@ -94,6 +109,23 @@ class FaultNotReached(HarnessError, AssertionError):
             for f in faults
         )
         super().__init__(f"the run never reached: {described}; the fault cannot fire")
+
+
+class CancelNotReached(HarnessError, AssertionError):
+    """A cancellation named a persistence point the run never reached that often."""
+
+    code = "cancel_not_reached"
+
+    def __init__(self, cancel: Cancel, seen: dict[PersistencePoint, int]) -> None:
+        super().__init__(
+            f"the run ended {_reached(cancel.point, seen)} before it could be cancelled after "
+            f"{cancel.point} (occurrence {cancel.occurrence}); cancel after a point it reaches"
+        )
+
+
+def _reached(point: PersistencePoint, seen: dict[PersistencePoint, int]) -> str:
+    count = seen.get(point, 0)
+    return f"having reached {point} {count} time{'' if count == 1 else 's'}"
 
 
 def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegistered) -> RunState:

@@ -34,15 +34,22 @@ def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
     default_model = "gpt-4o-mini" if scenario.provider == "openai" else "claude-sonnet-4-5"
     skills = spec.skills
     workspace = spec.workspace
+    # An omitted budget is left out, so the definition's own default applies, as it does for
+    # an agent defined without one.
+    budget = (
+        {}
+        if spec.max_completion_retries is None
+        else {"max_completion_retries": spec.max_completion_retries}
+    )
     return AgentDefinition.model_validate(
         {
+            **budget,
             "name": scenario.name,
             "system_prompt": spec.system_prompt,
             "model": scenario.model or default_model,
             "tools": [t.model_dump() for t in spec.tools],
             "output_schema": spec.output_schema,
             "max_steps": spec.max_steps,
-            "max_completion_retries": spec.max_completion_retries,
             "max_tokens": spec.max_tokens,
             "temperature": spec.temperature,
             "reasoning": reasoning(spec.reasoning),

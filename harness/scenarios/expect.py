@@ -156,6 +156,8 @@ def check_observation(expect: Expect, run: AgentObservation) -> tuple[list[Misma
     forced_chunks = run.forced_chunks()
     if expect.chunks is not None:
         mismatches.extend(_check_chunks(expect.chunks, forced_chunks))
+    if expect.chunk_sequence is not None:
+        mismatches.extend(check_chunk_sequence(expect.chunk_sequence, forced_chunks))
     if expect.chunk_phases is not None:
         chunk_phases = [chunk.phase for chunk in forced_chunks]
         if chunk_phases != expect.chunk_phases:
@@ -276,6 +278,25 @@ def _check_chunks(
             return [Mismatch("chunks", [w.model_dump(exclude_none=True) for w in wanted], chunks)]
         position += 1
     return []
+
+
+def check_chunk_sequence(
+    wanted: Sequence[ChunkExpect], chunks: Sequence[ForcedCompletionChunk]
+) -> list[Mismatch]:
+    """`chunks` must be exactly `wanted`: as many, in order, nothing between, each item's given
+    fields matching its chunk. The mismatch shows both lists, each chunk with the fields its
+    item compares (all its fields where no item faces it), so the difference is in plain view."""
+    expected = [item.model_dump(exclude_none=True) for item in wanted]
+    actual = [chunk.model_dump(exclude={"kind"}, exclude_none=True) for chunk in chunks]
+    if len(actual) == len(expected) and all(map(_subset, expected, actual)):
+        return []
+    shown = [
+        {key: value for key, value in chunk.items() if key in expected[index]}
+        if index < len(expected)
+        else chunk
+        for index, chunk in enumerate(actual)
+    ]
+    return [Mismatch("chunk_sequence", expected, shown)]
 
 
 def _check_requests(

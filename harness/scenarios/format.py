@@ -29,6 +29,7 @@ from harness.agent.output import output_validator
 from harness.cassettes.key import VolatileFieldError, split_pointer
 from harness.errors import IllegalArgumentException
 from harness.llm.script import ScriptedReply
+from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, check_cancel
 from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION
 from harness.workflow import Workflow
 
@@ -111,7 +112,12 @@ class AgentSpec(ScenarioModel):
         return schema
 
     max_steps: PositiveInt = 10
-    max_completion_retries: int = Field(default=2, ge=0)
+    max_completion_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="the forced-completion budget (maxAttempts); omitted, the runtime's own "
+        "default applies (2)",
+    )
     max_tokens: PositiveInt | None = None
     temperature: float | None = None
     reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
@@ -162,6 +168,34 @@ class ToolPolicySpec(ScenarioModel):
 class FaultSpec(ScenarioModel):
     crash_after: CrashPoint
     occurrence: PositiveInt = 1
+
+    def plan(self) -> Fault:
+        return Fault(self.crash_after, self.occurrence)
+
+
+CancelPoint = Literal[
+    "run_started",
+    "work_step_persisted",
+    "forced_entered",
+    "forced_attempt_persisted",
+    "forced_attempt_finished",
+]
+"""Every persistence point but `run_finished`: after it the run is over and nothing is left to
+cancel."""
+
+
+class CancelSpec(ScenarioModel):
+    """Cancel the run from outside: the runtime honours it right after the `occurrence`-th
+    persistence at `after` and ends the run with status `cancelled`."""
+
+    after: CancelPoint = Field(
+        description="the persistence point after which the run is cancelled (any but "
+        "run_finished, when the run is already over)"
+    )
+    occurrence: PositiveInt = Field(default=1, description="which time the run reaches `after`")
+
+    def plan(self) -> Cancel:
+        return Cancel(self.after, self.occurrence)
 
 
 class TemporalSpec(ScenarioModel):
@@ -256,7 +290,9 @@ class StoreCheckSpec(ScenarioModel):
 class Expect(ScenarioModel):
     """What must be true at the end. Every key is optional; each given key is checked."""
 
-    status: Literal["completed", "failed"] | None = None
+    status: Literal["completed", "failed", "cancelled"] | None = Field(
+        default=None, description="cancelled: agent scenarios with a `cancel` block only"
+    )
     differences: list[str] | None = Field(
         default=None,
         description="store_check: each is a substring of one reported schema difference",
@@ -273,6 +309,11 @@ class Expect(ScenarioModel):
     )
     chunk_phases: list[str] | None = Field(
         default=None, description="the exact sequence of forced_completion chunk phases"
+    )
+    chunk_sequence: list[ChunkExpect] | None = Field(
+        default=None,
+        description="the exact forced_completion chunks: as many as listed, in this order, "
+        "nothing between; each item's given fields match its chunk",
     )
     crashes: int | None = Field(default=None, ge=0, description="simulated crashes survived")
     forced_request: RequestExpect | None = None
@@ -306,6 +347,7 @@ _AGENT_ONLY = frozenset(
         "forced_calls",
         "chunks",
         "chunk_phases",
+        "chunk_sequence",
         "crashes",
         "forced_request",
         "work_request",
@@ -318,6 +360,36 @@ _AGENT_ONLY = frozenset(
         "downstream",
     }
 )
+
+
+def _keys_not_applicable(expect: Expect, kind: str) -> list[str]:
+    """The keys `expect` sets to a value that a `kind` scenario cannot check."""
+    # keys set to a value (a full dump writes every key, unset ones as null)
+    given = {k for k in expect.model_fields_set if getattr(expect, k) is not None}
+    not_applicable = {
+        "agent": _MODULE_ONLY | {"differences"},
+        "store_check": (_MODULE_ONLY | _AGENT_ONLY) - {"differences"},
+    }.get(kind, _AGENT_ONLY | {"differences"})
+    return sorted(given & not_applicable)
+
+
+class CompletionExecution(ScenarioModel):
+    """One execution of a completion scenario's module: the workflow state it is given and what
+    must be true right after it. The executions of a scenario share one module instance."""
+
+    input: dict[str, JsonValue] = Field(description="the workflow state of this execution")
+    expect: Expect = Field(description="what must be true after this execution")
+
+    @model_validator(mode="after")
+    def _applicable(self) -> CompletionExecution:
+        wrong = _keys_not_applicable(self.expect, "completion")
+        if wrong:
+            raise ValueError(
+                f"expect key(s) {', '.join(wrong)} do not apply to a completion scenario"
+            )
+        if self.expect.status == "cancelled":
+            raise ValueError("a module execution is never cancelled; expect completed or failed")
+        return self
 
 
 def _a_json_pointer(pointer: str) -> str:
@@ -371,12 +443,21 @@ class Scenario(ScenarioModel):
     script: list[ScriptedReply] | None = None
     agent: AgentSpec | None = None
     input: dict[str, JsonValue] | None = None
+    executions: list[CompletionExecution] | None = Field(
+        default=None,
+        min_length=1,
+        description="completion scenarios, instead of input and expect: workflow states run in "
+        "order through ONE module instance, each with its own input and expect",
+    )
     config: dict[str, JsonValue] = Field(default_factory=dict)
     models: list[ModelSpec] = Field(default_factory=list)
     session: SessionSpec | None = None
     tool_policy: ToolPolicySpec | None = None
     store_check: StoreCheckSpec | None = None
     faults: list[FaultSpec] = Field(default_factory=list)
+    cancel: CancelSpec | None = Field(
+        default=None, description="agent scenarios: cancel the run from outside at a point"
+    )
     workflow: Workflow | None = Field(
         default=None,
         description="agent scenarios: jobs chained downstream of the run's output envelope",
@@ -394,21 +475,15 @@ class Scenario(ScenarioModel):
                 raise ValueError("an agent scenario needs the model's replies: cassette or script")
         if self.kind == "store_check" and self.store_check is None:
             raise ValueError("a store_check scenario needs a 'store_check' block")
-        if self.kind in ("decision", "completion") and self.input is None:
-            raise ValueError(f"a {self.kind} scenario needs an 'input' block (the workflow state)")
+        self._check_input()
         if self.kind == "decision" and self.cassette is None and self.script is None:
             raise ValueError("a decision scenario needs the model's replies: cassette or script")
-        # keys set to a value (a full dump writes every key, unset ones as null)
-        given = {k for k in self.expect.model_fields_set if getattr(self.expect, k) is not None}
-        not_applicable = {
-            "agent": _MODULE_ONLY | {"differences"},
-            "store_check": (_MODULE_ONLY | _AGENT_ONLY) - {"differences"},
-        }.get(self.kind, _AGENT_ONLY | {"differences"})
-        wrong = sorted(given & not_applicable)
+        wrong = _keys_not_applicable(self.expect, self.kind)
         if wrong:
             raise ValueError(
                 f"expect key(s) {', '.join(wrong)} do not apply to a {self.kind} scenario"
             )
+        self._check_cancel()
         if self.workflow is not None and self.kind != "agent":
             raise ValueError(f"a workflow block does not apply to a {self.kind} scenario")
         if self.expect.downstream is not None:
@@ -421,6 +496,46 @@ class Scenario(ScenarioModel):
                     f"not have; jobs: {', '.join(self.workflow.jobs)}"
                 )
         return self
+
+    def _check_input(self) -> None:
+        """A module scenario's workflow state: `input` (with `expect`), or for the completion
+        module a list of `executions`, each with its own input and expect."""
+        if self.executions is not None:
+            if self.kind != "completion":
+                raise ValueError(
+                    f"executions apply to a completion scenario only, not to a {self.kind} one"
+                )
+            if self.input is not None:
+                raise ValueError(
+                    "give either input (with expect) or executions, not both; put the input "
+                    "in an execution"
+                )
+            if "expect" in self.model_fields_set:
+                raise ValueError(
+                    "with executions, each execution has its own expect; move the top-level "
+                    "expect into the execution it belongs to"
+                )
+            return
+        if self.kind in ("decision", "completion") and self.input is None:
+            also = " or 'executions'" if self.kind == "completion" else ""
+            raise ValueError(
+                f"a {self.kind} scenario needs an 'input' block (the workflow state){also}"
+            )
+
+    def _check_cancel(self) -> None:
+        if self.cancel is None:
+            if self.expect.status == "cancelled":
+                raise ValueError(
+                    "expect.status cancelled needs a 'cancel' block: only a run cancelled from "
+                    "outside ends cancelled"
+                )
+            return
+        if self.kind != "agent":
+            raise ValueError(f"a cancel block does not apply to a {self.kind} scenario")
+        try:
+            check_cancel(self.cancel.plan(), [fault.plan() for fault in self.faults])
+        except CancelPlanInvalid as error:
+            raise ValueError(str(error)) from None
 
     def cells(self) -> list[tuple[str, str]]:
         """The matrix: (runtime, store) pairs; modules run once."""

@@ -9,7 +9,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from harness.runtimes.base import Fault, RuntimeOptions
 from harness.runtimes.run import run_agent
 from harness.scenarios import build
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
+from harness.scenarios.format import Expect
 from harness.scenarios.load import LoadedScenario
 from harness.stores.base import StateStore, StoredRun
 from harness.stores.urls import (
@@ -308,6 +309,7 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
             runtime=cell.runtime,
             store=store,
             faults=[Fault(f.crash_after, f.occurrence) for f in scenario.faults],
+            cancel=scenario.cancel.plan() if scenario.cancel is not None else None,
             run_id=run_id,
             session_id=f"session-{scenario.name}",
             llm_config_override=build.config_override(spec),
@@ -386,17 +388,31 @@ def _calls_made(transport: Any) -> int:
 
 
 def _run_completion(cell: Cell) -> list[Mismatch]:
+    """Each execution (or the one `input`) through ONE module, in order, checked right after it;
+    an execution's mismatches are keyed `executions.<index>.<key>`."""
     scenario = cell.loaded.scenario
-    assert scenario.input is not None
     module = AgentCompletionModule()
+    if scenario.executions is None:
+        assert scenario.input is not None
+        return _execute_completion(module, scenario.input, scenario.expect)
+    return [
+        replace(mismatch, key=f"executions.{index}.{mismatch.key}")
+        for index, execution in enumerate(scenario.executions)
+        for mismatch in _execute_completion(module, execution.input, execution.expect)
+    ]
+
+
+def _execute_completion(
+    module: AgentCompletionModule, state: dict[str, Any], expect: Expect
+) -> list[Mismatch]:
     error: BaseException | None = None
     outputs: dict[str, Any] = {}
     try:
-        outputs = dict(module.execute(scenario.input))
+        outputs = dict(module.execute(state))
     except HarnessError as caught:
         error = caught
         outputs = dict(module.outputs)
-    return check_module(scenario.expect, outputs=outputs, error=error, llm_calls=0)
+    return check_module(expect, outputs=outputs, error=error, llm_calls=0)
 
 
 def _run_store_check(cell: Cell) -> list[Mismatch]:

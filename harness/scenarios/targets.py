@@ -17,7 +17,7 @@ import tomllib
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,7 +44,7 @@ from harness.scenarios.expect import (
     check_module,
     check_observation,
 )
-from harness.scenarios.format import Scenario
+from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
 from harness.serve import ReplayServer
 from harness.serve.app import Session
@@ -250,20 +250,21 @@ class TargetRunner:
         reply = _validated(MODULE_REPLY, answer, name)
         if not isinstance(reply, ModuleResult):
             raise TargetError(f"{name} could not run the cell: {reply.message}")
-        if len(reply.executions) != 1:
+        executions = _executions(scenario)
+        if len(reply.executions) != len(executions):
             raise TargetProtocolError(
-                f"{name} answered {len(reply.executions)} execution(s) for 1 sent"
+                f"{name} answered {len(reply.executions)} execution(s) for {len(executions)} sent"
             )
-        (execution,) = reply.executions
-        error = None if execution.error is None else _ReportedError(execution.error)
-        result.mismatches.extend(
-            check_module(
-                scenario.expect,
-                outputs=dict(execution.outputs),
-                error=error,
-                llm_calls=len(requests),
+        for index, (execution, (_, expect)) in enumerate(
+            zip(reply.executions, executions, strict=True)
+        ):
+            error = None if execution.error is None else _ReportedError(execution.error)
+            found = check_module(
+                expect, outputs=dict(execution.outputs), error=error, llm_calls=len(requests)
             )
-        )
+            if scenario.executions is not None:
+                found = [replace(m, key=f"executions.{index}.{m.key}") for m in found]
+            result.mismatches.extend(found)
         return _Observed(reply, requests)
 
 
@@ -328,6 +329,7 @@ def _cell_message(
             "run_id": run_id,
             "session_id": f"session-{scenario.name}",
             "faults": [fault.model_dump(mode="json") for fault in scenario.faults],
+            "cancel": None if scenario.cancel is None else scenario.cancel.model_dump(mode="json"),
             "temporal": None if scenario.temporal is None else scenario.temporal.model_dump(),
         }
     return {
@@ -336,7 +338,7 @@ def _cell_message(
         "kind": scenario.kind,
         "scenario": scenario.name,
         "config": scenario.config,
-        "executions": [{"input": scenario.input}],
+        "executions": [{"input": state} for state, _ in _executions(scenario)],
         "base_urls": base_urls if scenario.kind == "decision" else {},
         "models": [model.model_dump(mode="json") for model in scenario.models],
         "session": None if scenario.session is None else scenario.session.model_dump(mode="json"),
@@ -346,6 +348,14 @@ def _cell_message(
     }
 
 
+def _executions(scenario: Scenario) -> list[tuple[dict[str, Any], Expect]]:
+    """A module scenario's executions, in order: its `executions`, or its one `input`."""
+    if scenario.executions is not None:
+        return [(execution.input, execution.expect) for execution in scenario.executions]
+    assert scenario.input is not None
+    return [(scenario.input, scenario.expect)]
+
+
 def _needs(scenario: Scenario) -> list[str]:
     """The protocol features a cell of `scenario` needs."""
     spec = scenario.agent
@@ -353,6 +363,7 @@ def _needs(scenario: Scenario) -> list[str]:
         return []
     needs = {
         "faults": bool(scenario.faults),
+        "cancel": scenario.cancel is not None,
         "llm_config_override": spec.llm_config_override is not None,
         "memory": spec.memory is not None,
         "streaming": spec.stream,

@@ -20,11 +20,19 @@ from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.modules.completion import AgentCompletionModule
 from harness.modules.decision import AgentDecisionModule
 from harness.modules.models_acl import LlmDetails
-from harness.runtimes.base import Fault, RuntimeOptions
+from harness.runtimes.base import RuntimeOptions
 from harness.runtimes.profiles import PROFILES
 from harness.runtimes.run import run_agent
 from harness.scenarios import build
-from harness.scenarios.format import AgentSpec, ModelSpec, Scenario, SessionSpec, ToolPolicySpec
+from harness.scenarios.format import (
+    AgentSpec,
+    CancelSpec,
+    FaultSpec,
+    ModelSpec,
+    Scenario,
+    SessionSpec,
+    ToolPolicySpec,
+)
 from harness.scenarios.run import RunOptions, cell_store
 from harness.targets.protocol import (
     FEATURES,
@@ -88,7 +96,8 @@ def _agent(cell: AgentCell) -> dict[str, Any]:
             user_message=cell.user_message,
             runtime=cell.runtime,
             store=store,
-            faults=[Fault(str(f["crash_after"]), int(f.get("occurrence", 1))) for f in cell.faults],  # type: ignore[arg-type]
+            faults=[FaultSpec.model_validate(fault).plan() for fault in cell.faults],
+            cancel=None if cell.cancel is None else CancelSpec.model_validate(cell.cancel).plan(),
             run_id=cell.run_id,
             session_id=cell.session_id,
             llm_config_override=build.config_override(spec),

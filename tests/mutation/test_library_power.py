@@ -1,0 +1,242 @@
+"""How strong is the scenario library: every mutant below is a one-line bug planted in a copy of
+the reference, and `harness run` over the repository's scenarios must fail on it, naming the
+expectation that catches it. The unmutated copy must pass, so a failure is the mutant's doing.
+
+A mutant names its line exactly; when a refactor moves or rewrites that line, the mutant fails
+loudly here (its line is gone) instead of silently testing nothing: update the mutant."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "scenarios"
+RUN_LIBRARY = "from harness.cli import main; main()"
+TIMEOUT_SECONDS = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mutant:
+    """A one-line bug: in `path` (relative to `harness/`), the line `old` becomes `new`. The
+    library run over `scenarios` (relative to `scenarios/`) must fail, its report naming
+    `caught_by` (an `expect.<key>`, or an error)."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    caught_by: str
+    scenarios: tuple[str, ...] = (".",)
+
+
+MUTANTS = (
+    Mutant(
+        name="default-budget-3",
+        path="agent/definition.py",
+        old="DEFAULT_MAX_COMPLETION_RETRIES: Final = 2",
+        new="DEFAULT_MAX_COMPLETION_RETRIES: Final = 3",
+        caught_by="budget-default-first-attempt-says-1-of-2[js-sqlite]: expect.chunk_sequence",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="exhausted-chunk-emitted-twice",
+        path="agent/loop.py",
+        old='        state = state.model_copy(update={"forced_completion": exhausted.state})'
+        ".with_chunks(chunk)",
+        new='        state = state.model_copy(update={"forced_completion": exhausted.state})'
+        ".with_chunks(chunk, chunk)",
+        caught_by="expect.chunk_sequence",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="cancelled-spelled-canceled",
+        path="protocol/outcome.py",
+        old='    "cancelled": "cancelled",',
+        new='    "cancelled": "canceled",',
+        caught_by="expect.outcome_record",
+        scenarios=("records",),
+    ),
+    Mutant(
+        name="completion-keeps-previous-outputs",
+        path="modules/completion.py",
+        old="        self._outputs.clear()",
+        new="        pass",
+        caught_by="expect.executions.1.outputs",
+        scenarios=("completion",),
+    ),
+    Mutant(
+        name="forced-request-keeps-skills-fragments",
+        path="agent/prompt.py",
+        old="    return (SystemFragment(name=FRAGMENT_BASE, text=agent.system_prompt),)",
+        new="    return work_fragments(agent)",
+        caught_by="expect.forced_request.system_fragments",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="budget-off-by-one",
+        path="agent/forced.py",
+        old="        if state.attempts_used >= state.max_attempts:",
+        new="        if state.attempts_used > state.max_attempts:",
+        # one attempt too many: the run asks the model for more replies than the contract allows
+        caught_by="ScriptExhausted",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="budget-one-short",
+        path="agent/forced.py",
+        old="        if state.attempts_used >= state.max_attempts:",
+        new="        if state.attempts_used + 1 >= state.max_attempts:",
+        caught_by="expect.forced_calls",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="is-blank-as-python-strip",
+        path="modules/completion.py",
+        old="        if is_java_blank(text):",
+        new="        if not text.strip():",
+        caught_by="expect.status",
+        scenarios=("completion",),
+    ),
+    Mutant(
+        name="answer-limit-off-by-one",
+        path="modules/completion.py",
+        old="        if units > MAX_ANSWER_UTF16_UNITS:",
+        new="        if units >= MAX_ANSWER_UTF16_UNITS:",
+        caught_by="expect.status",
+        scenarios=("completion",),
+    ),
+    Mutant(
+        name="final-message-is-every-answer",
+        path="agent/result.py",
+        old='            final_message=answers[-1] if answers else "",',
+        new='            final_message="\\n".join(answers),',
+        caught_by="expect.outcome_record",
+        scenarios=("records",),
+    ),
+    Mutant(
+        name="forced-call-keeps-reasoning",
+        path="agent/loop.py",
+        old="            reasoning=ReasoningDisabled(),",
+        new="            reasoning=self.agent.reasoning,",
+        caught_by="expect.forced_request.reasoning",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="truncated-forced-reply-accepted",
+        path="agent/forced.py",
+        old="    if response.truncated:",
+        new="    if False:",
+        caught_by="expect.status",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="last-failure-cause-not-recorded",
+        path="agent/forced.py",
+        old='            update={"attempts_used": self.state.attempts_used + 1, '
+        '"last_failure_code": code}',
+        new='            update={"attempts_used": self.state.attempts_used + 1}',
+        caught_by="expect.store",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="temporal-needs-no-forced-completion-activity",
+        path="runtimes/profiles.py",
+        old="    needs_forced_completion_activity=True,",
+        new="    needs_forced_completion_activity=False,",
+        caught_by="expect.error_code",
+        scenarios=("runtimes",),
+    ),
+    Mutant(
+        name="cancellation-ignored",
+        path="runtimes/base.py",
+        old="            state = state.cancelled()",
+        new="            pass",
+        caught_by="CancelNotReached",
+        scenarios=("records", "runtimes"),
+    ),
+)
+
+
+def _copy_with(mutant: Mutant | None, destination: Path) -> Path:
+    """A copy of `harness/` under `destination`, with `mutant` applied; returns the folder to
+    put on PYTHONPATH."""
+    shutil.copytree(
+        ROOT / "harness", destination / "harness", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    if mutant is not None:
+        target = destination / "harness" / mutant.path
+        lines = target.read_text(encoding="utf-8").split("\n")
+        where = [index for index, line in enumerate(lines) if line == mutant.old]
+        assert len(where) == 1, (
+            f"mutant {mutant.name}: expected the line {mutant.old!r} exactly once in "
+            f"harness/{mutant.path}, found it {len(where)} times; update the mutant"
+        )
+        lines[where[0]] = mutant.new
+        target.write_text("\n".join(lines), encoding="utf-8")
+    return destination
+
+
+def _run(source: Path, workdir: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`python -c <arguments>` with only `source` ahead of the installed packages, in
+    `workdir` (where `harness run` keeps its default SQLite store). The harness's own settings
+    and coverage's subprocess hooks are left out: the run measures the library alone."""
+    workdir.mkdir(exist_ok=True)
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("HARNESS_", "PYTHON", "COV"))
+    }
+    environment["PYTHONPATH"] = str(source)
+    return subprocess.run(
+        [sys.executable, "-c", *arguments],
+        cwd=workdir,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+        check=False,
+    )
+
+
+def _run_library(
+    source: Path, workdir: Path, paths: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    return _run(source, workdir, RUN_LIBRARY, "run", *(str(SCENARIOS / p) for p in paths))
+
+
+@pytest.mark.subprocess
+def test_the_reference_passes_the_whole_library(tmp_path: Path) -> None:
+    source = _copy_with(None, tmp_path / "source")
+    located = _run(source, tmp_path / "work", "import harness; print(harness.__file__)")
+    assert located.stdout.strip() == str(source / "harness" / "__init__.py"), (
+        "the library must run the copy, or no mutant is ever tested"
+    )
+    result = _run_library(source, tmp_path / "work", (".",))
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " 0 failed" in result.stdout
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.name for mutant in MUTANTS])
+def test_the_library_catches_the_mutant(mutant: Mutant, tmp_path: Path) -> None:
+    source = _copy_with(mutant, tmp_path / "source")
+    result = _run_library(source, tmp_path / "work", mutant.scenarios)
+    report = result.stdout + result.stderr
+    # exit 1 is failing cells; 0 the mutant went unnoticed, 2 the mutant broke the harness itself
+    assert result.returncode == 1, (
+        f"mutant {mutant.name}: expected failing cells (exit 1), got exit {result.returncode}:\n"
+        f"{report[-3000:]}"
+    )
+    assert mutant.caught_by in report, (
+        f"mutant {mutant.name} failed the library, but not at {mutant.caught_by!r}:\n"
+        + "\n".join(line for line in report.splitlines() if "FAIL" in line or "Error" in line)[
+            -4000:
+        ]
+    )
