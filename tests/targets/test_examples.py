@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -95,10 +96,10 @@ def command(example: Example, folder: Path) -> str:
     """The `--target-cmd` of `example` in `folder`, with its packages installed."""
     program = folder / example.program
     if program.suffix == ".py":
-        return f"{sys.executable} {program}"
+        return shlex.join([sys.executable, str(program)])
     packages = EXAMPLES / example.folder
     node = installed_node(packages if (packages / "package-lock.json").is_file() else None)
-    return f"{node} {program}"
+    return shlex.join([node, str(program)])
 
 
 def harness_run(
