@@ -1,11 +1,12 @@
-"""The official Node.js SDKs, driven from tests: find `node` and `npm`, install the pinned
-packages of tests/node on first use, and run calls through tests/node/driver.mjs.
+"""Node.js from tests: find `node` and `npm`, install a folder's pinned packages on first use, and
+run calls of the official Node.js SDKs through tests/node/driver.mjs.
 
-`NodeSdks.installed()` skips the calling test when `node` or `npm` is missing, with the reason;
+`installed_node(folder)` skips the calling test when `node` or `npm` is missing, with the reason;
 under CI (`CI` set, as CI services do) a missing Node is a failure instead, because CI has it.
-Installing runs `npm ci` into tests/node/node_modules (git-ignored) under a file lock, so parallel
-xdist workers install once; a later run finds the packages of the same lock file already there.
-A failed or stuck install fails the test with npm's own message.
+Installing runs `npm ci` into the folder's node_modules (git-ignored) under a file lock, so
+parallel xdist workers install once; a later run finds the packages of the same lock file already
+there. A failed or stuck install fails the test with npm's own message. It serves tests/node (the
+SDKs `NodeSdks` drives) and the Node examples under examples/targets.
 
 `NodeSdks.run(calls)` performs every call in one Node process, in order, and returns what each
 SDK parsed (`NodeResult`).
@@ -92,13 +93,7 @@ class NodeSdks:
     @classmethod
     def installed(cls) -> Self:
         """The driver, its packages installed; skips (or under CI fails) without Node."""
-        node, npm = shutil.which("node"), shutil.which("npm")
-        if node is None:
-            _missing("node")
-        if npm is None:
-            _missing("npm")
-        install_packages(npm)
-        return cls(node)
+        return cls(installed_node(NODE_FOLDER))
 
     def run(self, calls: Sequence[NodeCall]) -> list[NodeResult]:
         """Perform `calls` in order in one Node process; one result per call."""
@@ -123,6 +118,20 @@ class NodeSdks:
         lines = completed.stdout.splitlines()
         assert len(lines) == len(calls), f"{len(calls)} calls but {len(lines)} results:\n{lines}"
         return [NodeResult.model_validate_json(line) for line in lines]
+
+
+def installed_node(packages: Path | None) -> str:
+    """The `node` on PATH, with the pinned packages of the `packages` folder installed (None: the
+    caller needs none, and so no npm). Skips the calling test without Node, or fails it under CI."""
+    node = shutil.which("node")
+    if node is None:
+        _missing("node")
+    if packages is not None:
+        npm = shutil.which("npm")
+        if npm is None:
+            _missing("npm")
+        install_packages(npm, packages)
+    return node
 
 
 def install_packages(
@@ -160,7 +169,7 @@ def _npm_ci(npm: str, folder: Path, timeout: float) -> None:
 
 def _missing(program: str) -> NoReturn:
     message = (
-        f"{program} is not on PATH: the Node SDK tests need Node.js 20 or newer with npm "
+        f"{program} is not on PATH: the Node.js tests need Node.js 20 or newer with npm "
         "(https://nodejs.org)"
     )
     if os.environ.get("CI"):

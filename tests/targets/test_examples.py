@@ -1,0 +1,193 @@
+"""The example targets under examples/targets pass the scenario library through `harness run`,
+and each one's mutant (a one-line change, applied here to a copy) fails it with the line a user
+would read.
+
+An example passes when no cell fails and every skipped cell was skipped only for the `faults`
+feature, which the examples do not declare (they keep a run in memory and cannot resume it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from tests.support.node import installed_node
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+EXAMPLES: Final = ROOT / "examples" / "targets"
+HARNESS: Final = Path(sys.executable).with_name("harness")
+AGENT_SCENARIOS: Final = (
+    "scenarios/forced",
+    "scenarios/records",
+    "scenarios/runtimes",
+    "scenarios/workflow",
+)
+RUN_SECONDS: Final = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Example:
+    folder: str
+    program: str  # the file the target command runs
+    scenarios: tuple[str, ...]
+    mutated_file: str
+    line: str  # exactly one line of `mutated_file` holds it
+    mutant: str
+    mutant_scenarios: tuple[str, ...]
+    failure: str  # a line the mutant's run prints
+    passes_at_least: int  # the cells of `scenarios` it passes today
+
+
+PYTHON_AGENT: Final = Example(
+    folder="python_openai_sdk",
+    program="target.py",
+    scenarios=AGENT_SCENARIOS,
+    mutated_file="agent.py",
+    line="system=self.agent.system_prompt,  # the base prompt only: no skills, workspace or memory",
+    mutant="system=self.agent.work_system_prompt(),",
+    mutant_scenarios=("scenarios/forced/prompt.yaml",),
+    failure=(
+        "scenarios/forced/prompt.yaml:85 prompt-forced-call-is-trimmed-openai-reasoning-model"
+        '[js-sqlite]: expect.forced_request.system_fragments: expected ["base"], got '
+        "\"['base', 'skills_catalog', 'skill_bodies', 'workspace'] (request #1)\""
+    ),
+    passes_at_least=67,
+)
+NODE_AGENT: Final = Example(
+    folder="node_openai_sdk",
+    program="target.mjs",
+    scenarios=AGENT_SCENARIOS,
+    mutated_file="agent.mjs",
+    line="return this.attemptsUsed < this.maxAttempts;",
+    mutant="return this.attemptsUsed <= this.maxAttempts;",
+    mutant_scenarios=("scenarios/forced/budgets.yaml",),
+    failure=(
+        "scenarios/forced/budgets.yaml:25 budget-0-fails-at-once[js-sqlite]: "
+        "expect.forced_calls: expected 0, got 1"
+    ),
+    passes_at_least=67,
+)
+NODE_COMPLETION: Final = Example(
+    folder="node_completion",
+    program="target.mjs",
+    scenarios=("scenarios/completion",),
+    mutated_file="completion.mjs",
+    line="return [...text].every(isJavaWhitespace);",
+    mutant='return text.trim() === "";',
+    mutant_scenarios=("scenarios/completion/seed.yaml",),
+    failure=(
+        "scenarios/completion/seed.yaml:117 completion-non-breaking-space-is-content: "
+        "expect.status: expected 'completed', got 'failed'"
+    ),
+    passes_at_least=17,
+)
+
+
+def command(example: Example, folder: Path) -> str:
+    """The `--target-cmd` of `example` in `folder`, with its packages installed."""
+    program = folder / example.program
+    if program.suffix == ".py":
+        return shlex.join([sys.executable, str(program)])
+    packages = EXAMPLES / example.folder
+    node = installed_node(packages if (packages / "package-lock.json").is_file() else None)
+    return shlex.join([node, str(program)])
+
+
+def harness_run(
+    target: str, scenarios: tuple[str, ...], report: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            str(HARNESS),
+            "run",
+            *scenarios,
+            "--runtime",
+            "js",
+            "--target-cmd",
+            target,
+            "--json",
+            str(report),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+def mutated_copy(example: Example, destination: Path) -> Path:
+    """A copy of `example` with its one-line mutant applied (its installed packages linked)."""
+    source = EXAMPLES / example.folder
+    shutil.copytree(
+        source, destination, ignore=shutil.ignore_patterns("node_modules", "__pycache__")
+    )
+    if (source / "node_modules").is_dir():
+        (destination / "node_modules").symlink_to(source / "node_modules", target_is_directory=True)
+    path = destination / example.mutated_file
+    text = path.read_text(encoding="utf-8")
+    assert text.count(example.line) == 1, f"{example.mutated_file} must hold the line once"
+    path.write_text(text.replace(example.line, example.mutant), encoding="utf-8")
+    return destination
+
+
+def cells(report: Path) -> list[dict[str, Any]]:
+    loaded: list[dict[str, Any]] = json.loads(report.read_text(encoding="utf-8"))["cells"]
+    return loaded
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    "example", [PYTHON_AGENT, NODE_AGENT, NODE_COMPLETION], ids=lambda e: e.folder
+)
+def test_the_example_passes_every_cell_it_declares(example: Example, tmp_path: Path) -> None:
+    target = command(example, EXAMPLES / example.folder)
+    report = tmp_path / "report.json"
+
+    completed = harness_run(target, example.scenarios, report)
+
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    results = cells(report)
+    passed = [cell for cell in results if cell["passed"]]
+    skipped = [cell for cell in results if cell["skipped"] is not None]
+    assert len(passed) + len(skipped) == len(results)
+    assert len(passed) >= example.passes_at_least
+    reasons = {cell["skipped"] for cell in skipped}
+    assert all("faults" in reason for reason in reasons), reasons
+    assert f"{len(passed)} passed, 0 failed" in completed.stdout
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    "example", [PYTHON_AGENT, NODE_AGENT, NODE_COMPLETION], ids=lambda e: e.folder
+)
+def test_the_mutant_fails_with_the_line_a_user_reads(example: Example, tmp_path: Path) -> None:
+    target = command(example, mutated_copy(example, tmp_path / example.folder))
+
+    completed = harness_run(target, example.mutant_scenarios, tmp_path / "report.json")
+
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert f"FAIL {example.failure}\n" in completed.stdout, completed.stdout
+
+
+def test_node_without_packages_needs_no_npm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = tmp_path / "node"
+    node.write_text("#!/bin/sh\n", encoding="utf-8")
+    node.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    assert installed_node(None) == str(node)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="npm is not on PATH"):
+        installed_node(EXAMPLES / NODE_AGENT.folder)
