@@ -57,7 +57,10 @@ def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
             "skills": None
             if skills is None
             else {
-                "catalog": [{"name": s.name, "description": s.description} for s in skills.catalog],
+                "catalog": [
+                    {"name": s.name, "description": s.description, "body": s.body}
+                    for s in skills.catalog
+                ],
                 "preloaded": [{"name": s.name, "body": s.body} for s in skills.preloaded],
             },
             "workspace": None

@@ -310,3 +310,23 @@ def test_invalid_executions_are_refused_with_what_to_do(
     tmp_path: Path, text: str, message: str
 ) -> None:
     assert message in refusal(tmp_path, text)
+
+
+# -- skills ----------------------------------------------------------------------------------------
+
+
+def test_loading_a_catalog_skill_returns_its_body(tmp_path: Path) -> None:
+    """The catalog lists names and descriptions in the prompt; `load_skill` returns the body."""
+    from harness.agent.tools import run_tool
+    from harness.llm.models import LlmToolCall
+
+    skills = (
+        "  skills:\n    catalog:\n      - {name: geography, description: Capitals, "
+        "body: Look it up in the atlas.}\n"
+    )
+    scenario = load_scenarios([write(tmp_path, AGENT + skills)])[0].scenario
+    assert scenario.agent is not None
+    definition = agent_definition(scenario, scenario.agent)
+    call = LlmToolCall(id="c1", name="load_skill", arguments='{"name": "geography"}')
+    outcome = run_tool(definition, call, lambda call, tool: True)
+    assert outcome.result == {"name": "geography", "body": "Look it up in the atlas."}
