@@ -18,8 +18,8 @@ run: $(STAMP)
 	$(BIN)/harness run scenarios
 
 lint: $(STAMP)
-	$(BIN)/ruff check harness tests benchmarks
-	$(BIN)/ruff format --check harness tests benchmarks
+	$(BIN)/ruff check harness tests benchmarks examples
+	$(BIN)/ruff format --check harness tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
