@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cassette_replay
 	$(BIN)/python -m benchmarks.scenario_library
 	$(BIN)/python -m benchmarks.serve_load
+	$(BIN)/python -m benchmarks.target_overhead
 
 clean:
 	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache
