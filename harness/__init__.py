@@ -1,8 +1,20 @@
 """`harness`: pin down how LLM agents finish.
 
-The public API lives here; everything else may change between releases. Names are imported on
-first use, so importing `harness` (which pytest does for the plugin in every test run of a
-project that installs it) costs nothing until something is used.
+The user path, importable from here:
+
+- define an agent (`AgentDefinition`, `AgentTool`), give it a model that answers from a script
+  (`LlmGateway.scripted("openai", [ScriptedReply(...)])`) or a cassette
+  (`LlmGateway.replaying("openai", "cassettes/run.json")`), run it on a runtime profile
+  (`run_agent`) and check its `RunResult`: status, output, chunks, outcome record, envelope;
+- run scenario files as `harness run` does (`run_scenarios`), on the reference or on your own
+  implementation (`target=` / `target_cmd=`), and read each cell's `CellResult`;
+- replay any client through `ReplayServer`, the in-process `harness serve`.
+
+Property testing has its own modules: `harness.strategies`, `harness.invariants`,
+`harness.factories`; cassettes and their options `harness.cassettes`; the wire records
+`harness.protocol`. Everything else is private and may change between releases. Names are
+imported on first use, so importing `harness` (which pytest does for the plugin in every test run
+of a project that installs it) costs nothing until something is used.
 """
 
 from __future__ import annotations
@@ -13,27 +25,51 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    # the user path: define an agent, script or replay its model, run it, check the result
+    "AgentDefinition": "harness.agent.definition",
+    "AgentTool": "harness.agent.definition",
+    "run_agent": "harness.runtimes.run",
+    "RunResult": "harness.agent.result",
+    "Cancel": "harness.runtimes.base",
+    "Fault": "harness.runtimes.base",
+    "LlmGateway": "harness.llm.gateway",
+    "GatewayConfig": "harness.llm.gateway",
+    "LlmRequest": "harness.llm.models",
+    "LlmResponse": "harness.llm.models",
+    "ScriptTransport": "harness.llm.script",
+    "ScriptedReply": "harness.llm.script",
+    "ScriptedToolCall": "harness.llm.script",
+    "CassetteTransport": "harness.cassettes",
+    "RecordMode": "harness.cassettes",
+    "run_scenarios": "harness.scenarios.library",
+    "ScenarioRun": "harness.scenarios.library",
+    "CellResult": "harness.scenarios.run",
+    "ReplayServer": "harness.serve",
+    # the reference modules
     "AgentCompletionModule": "harness.modules.completion",
-    "AgentDecision": "harness.protocol",
-    "AgentDecisionCallException": "harness.errors",
     "AgentDecisionModule": "harness.modules.decision",
-    "AgentDecisionProtocolException": "harness.errors",
+    "AuthenticatedSession": "harness.modules.models_acl",
+    "LlmDetails": "harness.modules.models_acl",
+    "LlmDetailsService": "harness.modules.models_acl",
+    # the wire records
+    "ForcedCompletionState": "harness.protocol.forced",
+    "AgentDecision": "harness.protocol",
     "AgentOutcome": "harness.protocol",
     "AgentOutputEnvelope": "harness.protocol",
     "ArtifactRef": "harness.protocol",
-    "AuthenticatedSession": "harness.modules.models_acl",
     "DecisionOutcome": "harness.protocol",
-    "EmptySessionIdError": "harness.errors",
-    "ExpressionError": "harness.errors",
-    "HarnessError": "harness.errors",
-    "IllegalArgumentException": "harness.errors",
-    "LlmDetails": "harness.modules.models_acl",
-    "LlmDetailsService": "harness.modules.models_acl",
-    "OutputNotDeclaredError": "harness.errors",
     "Payload": "harness.protocol",
-    "SecurityException": "harness.errors",
     "StopKind": "harness.protocol",
     "ToolCall": "harness.protocol",
+    # errors: `HarnessError` is the root of every one; the Java-style names are the ones the source documents give
+    "HarnessError": "harness.errors",
+    "AgentDecisionCallException": "harness.errors",
+    "AgentDecisionProtocolException": "harness.errors",
+    "EmptySessionIdError": "harness.errors",
+    "ExpressionError": "harness.errors",
+    "IllegalArgumentException": "harness.errors",
+    "OutputNotDeclaredError": "harness.errors",
+    "SecurityException": "harness.errors",
     "ToolChoiceUnsupported": "harness.errors",
 }
 
@@ -43,24 +79,44 @@ __all__ = [
     "AgentDecisionCallException",
     "AgentDecisionModule",
     "AgentDecisionProtocolException",
+    "AgentDefinition",
     "AgentOutcome",
     "AgentOutputEnvelope",
+    "AgentTool",
     "ArtifactRef",
     "AuthenticatedSession",
+    "Cancel",
+    "CassetteTransport",
+    "CellResult",
     "DecisionOutcome",
     "EmptySessionIdError",
     "ExpressionError",
+    "Fault",
+    "ForcedCompletionState",
+    "GatewayConfig",
     "HarnessError",
     "IllegalArgumentException",
     "LlmDetails",
     "LlmDetailsService",
+    "LlmGateway",
+    "LlmRequest",
+    "LlmResponse",
     "OutputNotDeclaredError",
     "Payload",
+    "RecordMode",
+    "ReplayServer",
+    "RunResult",
+    "ScenarioRun",
+    "ScriptTransport",
+    "ScriptedReply",
+    "ScriptedToolCall",
     "SecurityException",
     "StopKind",
     "ToolCall",
     "ToolChoiceUnsupported",
     "__version__",
+    "run_agent",
+    "run_scenarios",
 ]
 
 
@@ -78,6 +134,21 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from harness.agent.definition import (
+        AgentDefinition as AgentDefinition,
+    )
+    from harness.agent.definition import (
+        AgentTool as AgentTool,
+    )
+    from harness.agent.result import (
+        RunResult as RunResult,
+    )
+    from harness.cassettes import (
+        CassetteTransport as CassetteTransport,
+    )
+    from harness.cassettes import (
+        RecordMode as RecordMode,
+    )
     from harness.errors import (
         AgentDecisionCallException as AgentDecisionCallException,
     )
@@ -105,8 +176,33 @@ if TYPE_CHECKING:
     from harness.errors import (
         ToolChoiceUnsupported as ToolChoiceUnsupported,
     )
-    from harness.modules.completion import AgentCompletionModule as AgentCompletionModule
-    from harness.modules.decision import AgentDecisionModule as AgentDecisionModule
+    from harness.llm.gateway import (
+        GatewayConfig as GatewayConfig,
+    )
+    from harness.llm.gateway import (
+        LlmGateway as LlmGateway,
+    )
+    from harness.llm.models import (
+        LlmRequest as LlmRequest,
+    )
+    from harness.llm.models import (
+        LlmResponse as LlmResponse,
+    )
+    from harness.llm.script import (
+        ScriptedReply as ScriptedReply,
+    )
+    from harness.llm.script import (
+        ScriptedToolCall as ScriptedToolCall,
+    )
+    from harness.llm.script import (
+        ScriptTransport as ScriptTransport,
+    )
+    from harness.modules.completion import (
+        AgentCompletionModule as AgentCompletionModule,
+    )
+    from harness.modules.decision import (
+        AgentDecisionModule as AgentDecisionModule,
+    )
     from harness.modules.models_acl import (
         AuthenticatedSession as AuthenticatedSession,
     )
@@ -139,4 +235,28 @@ if TYPE_CHECKING:
     )
     from harness.protocol import (
         ToolCall as ToolCall,
+    )
+    from harness.protocol.forced import (
+        ForcedCompletionState as ForcedCompletionState,
+    )
+    from harness.runtimes.base import (
+        Cancel as Cancel,
+    )
+    from harness.runtimes.base import (
+        Fault as Fault,
+    )
+    from harness.runtimes.run import (
+        run_agent as run_agent,
+    )
+    from harness.scenarios.library import (
+        ScenarioRun as ScenarioRun,
+    )
+    from harness.scenarios.library import (
+        run_scenarios as run_scenarios,
+    )
+    from harness.scenarios.run import (
+        CellResult as CellResult,
+    )
+    from harness.serve import (
+        ReplayServer as ReplayServer,
     )

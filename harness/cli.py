@@ -128,7 +128,8 @@ def run(
     from rich.progress import Progress
 
     from harness.cassettes import RecordMode
-    from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
+    from harness.scenarios import RunOptions, load_scenarios, run_cell
+    from harness.scenarios.library import select_cells
     from harness.scenarios.report import (
         check_report_paths,
         failure_lines,
@@ -150,7 +151,7 @@ def run(
         strict_cassettes=strict_cassettes,
     )
     try:
-        selected = compile_keyword(keyword)
+        compile_keyword(keyword)  # a bad -k expression exits 2 before anything loads
         if store_url:
             check_store_url(store_url)
         StoreTimeouts.from_environment()
@@ -159,9 +160,7 @@ def run(
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_INVALID)
-    cells = [
-        cell for cell in expand(loaded, options) if selected({cell.id, *cell.loaded.scenario.tags})
-    ]
+    cells = select_cells(loaded, options, keyword)
     if not cells:
         click.echo("error: no scenario cell matches the given paths and filters", err=True)
         sys.exit(EXIT_INVALID)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +66,110 @@ def test_importing_harness_loads_nothing_else() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert output.stdout.strip() == "['harness']"
+
+
+def test_the_lazy_table_all_and_the_type_checking_imports_agree() -> None:
+    """`_EXPORTS` is the one list; `__all__` and the imports type checkers read must match it."""
+    tree = ast.parse(Path(harness.__file__).read_text(encoding="utf-8"))
+    (block,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    ]
+    for_type_checkers = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    assert for_type_checkers == harness._EXPORTS
+    assert set(harness.__all__) == {*harness._EXPORTS, "__version__"}
+
+
+def test_the_user_path_imports_from_the_top_level() -> None:
+    from harness import (  # noqa: F401
+        AgentDefinition,
+        AgentTool,
+        CassetteTransport,
+        GatewayConfig,
+        LlmGateway,
+        RecordMode,
+        RunResult,
+        ScriptedReply,
+        ScriptedToolCall,
+        ScriptTransport,
+        run_agent,
+        run_scenarios,
+    )
+
+    for name in ("AgentDefinition", "run_agent", "LlmGateway.scripted", "run_scenarios"):
+        assert name in (harness.__doc__ or ""), f"help(harness) names {name}"
+
+
+def test_an_agent_runs_in_a_few_lines_importing_only_from_harness() -> None:
+    from harness import AgentDefinition, LlmGateway, ScriptedReply, ScriptedToolCall, run_agent
+
+    agent = AgentDefinition(
+        name="capital",
+        system_prompt="You find capitals.",
+        model="gpt-4o-mini",
+        output_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    gateway = LlmGateway.scripted(
+        "openai",
+        [
+            ScriptedReply(text="It is Paris."),
+            ScriptedReply(
+                tool_calls=[ScriptedToolCall(name="__finish__", arguments={"city": "Paris"})]
+            ),
+        ],
+    )
+    result = run_agent(agent, gateway, user_message="Capital of France?")
+    assert (result.status, result.output) == ("completed", {"city": "Paris"})
+    assert result.outcome_record().stop_reason == "end_turn"
+    assert [chunk.phase for chunk in result.forced_chunks()] == [
+        "started",
+        "attempt_started",
+        "succeeded",
+    ]
+
+
+def test_a_script_asked_in_the_other_providers_wire_says_so() -> None:
+    from harness import GatewayConfig, LlmGateway, LlmRequest, ScriptTransport
+    from harness.llm.models import UserMessage
+    from harness.llm.script import ScriptProviderMismatch
+
+    script = ScriptTransport("openai", [{"text": "hi"}])
+    config = GatewayConfig(provider="anthropic", base_url="https://api.anthropic.com")
+    request = LlmRequest(model="claude-sonnet-4-5", messages=(UserMessage(content="hi"),))
+    with (
+        LlmGateway(config, transport=script) as gateway,
+        pytest.raises(ScriptProviderMismatch) as caught,
+    ):
+        gateway.complete(request)
+    assert "the script renders openai replies but the code under test called the anthropic" in str(
+        caught.value
+    )
+
+
+def test_run_scenarios_returns_typed_results_and_the_lines_harness_run_prints(
+    tmp_path: Path,
+) -> None:
+    from harness import CellResult, run_scenarios
+
+    (tmp_path / "capital.yaml").write_text(
+        "- name: capital\n  stores: [memory]\n  script: [{text: It is Lyon.}]\n"
+        "  agent: {user_message: Capital?}\n"
+        "  expect: {outcome_record: {final_message: It is Paris.}}\n"
+    )
+    run = run_scenarios([tmp_path], runtimes=["js"])
+    assert not run.passed
+    assert all(isinstance(result, CellResult) for result in run.results)
+    assert run.summary()["failed"] == 1
+    (line,) = run.failures()
+    assert line.endswith(
+        'capital[js-memory]: expect.outcome_record: expected {"final_message": "It is Paris."}, '
+        'got {"text": "It is Lyon.", "final_message": "It is Lyon.", "stop_reason": "end_turn", '
+        '"session_id": "session-capital"}'
+    )

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol, cast
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import httpx
 import httpx2
@@ -33,6 +34,9 @@ from harness.http_clients import (
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import PROVIDERS, Provider, check_request
 from harness.llm.models import LlmRequest, LlmResponse
+
+if TYPE_CHECKING:
+    from harness.llm.script import ScriptedReply
 
 DEFAULT_BASE_URLS: Final[Mapping[Provider, str]] = {
     "openai": "https://api.openai.com",
@@ -145,6 +149,30 @@ class LlmGateway:
             timeout=config.timeout_seconds,
             headers=self._headers(),
         )
+
+    @classmethod
+    def scripted(
+        cls, provider: str, replies: Iterable[ScriptedReply | Mapping[str, Any]]
+    ) -> LlmGateway:
+        """A gateway answered by `replies`, in order, in `provider`'s wire format (no network):
+        the provider is named once, for the script and the gateway."""
+        from harness.llm.script import ScriptedReply, ScriptTransport
+
+        checked = parse_provider(provider)
+        script = [ScriptedReply.model_validate(reply) for reply in replies]
+        config = GatewayConfig(provider=checked, base_url=DEFAULT_BASE_URLS[checked])
+        return cls(config, transport=ScriptTransport(checked, script))
+
+    @classmethod
+    def replaying(cls, provider: str, cassette: str | PathLike[str], **options: Any) -> LlmGateway:
+        """A gateway replaying (or, with `mode=`, recording) `cassette` for `provider`; keys and
+        base URL come from the environment as for a live gateway. `options` go to
+        `CassetteTransport` (`mode`, `volatile`, `strict`, `allow_repeats`, ...)."""
+        from harness.cassettes import CassetteTransport
+
+        config = GatewayConfig.from_environment(provider)
+        transport = CassetteTransport(cassette, provider=config.provider, **options)
+        return cls(config, transport=transport)
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", **self.adapter.request_headers()}
