@@ -136,11 +136,11 @@ def test_an_agent_runs_in_a_few_lines_importing_only_from_harness() -> None:
 
 
 def test_a_script_asked_in_the_other_providers_wire_says_so() -> None:
-    from harness import GatewayConfig, LlmGateway, LlmRequest, ScriptTransport
+    from harness import GatewayConfig, LlmGateway, LlmRequest, ScriptedReply, ScriptTransport
     from harness.llm.models import UserMessage
     from harness.llm.script import ScriptProviderMismatch
 
-    script = ScriptTransport("openai", [{"text": "hi"}])
+    script = ScriptTransport("openai", [ScriptedReply(text="hi")])
     config = GatewayConfig(provider="anthropic", base_url="https://api.anthropic.com")
     request = LlmRequest(model="claude-sonnet-4-5", messages=(UserMessage(content="hi"),))
     with (
