@@ -121,7 +121,7 @@ def test_an_agent_runs_in_a_few_lines_importing_only_from_harness() -> None:
         [
             ScriptedReply(text="It is Paris."),
             ScriptedReply(
-                tool_calls=[ScriptedToolCall(name="__finish__", arguments={"city": "Paris"})]
+                tool_calls=(ScriptedToolCall(name="__finish__", arguments={"city": "Paris"}),)
             ),
         ],
     )
