@@ -25,7 +25,7 @@ from harness.metadata import (
 from harness.modules import completion, decision
 from harness.modules.completion import AgentCompletionModule
 from harness.protocol.forced import CompletionCode
-from tests.modules.test_decision import SEED_STATE, module
+from tests.support.decision import EXAMPLE_STATE, module
 from tests.support.scripted import text_reply, tool_reply
 
 
@@ -249,7 +249,7 @@ RETRIEVAL = {
 @pytest.mark.parametrize("reply", ["tool", "text"])
 def test_decision_reads_only_declared_inputs_and_writes_only_declared_outputs(reply: str) -> None:
     every_input = {
-        **SEED_STATE,
+        **EXAMPLE_STATE,
         "agentUserMessage": "go on",
         "agentProjectContext": {"project": "release"},
         "agentObservation": {"ok": True},

@@ -19,7 +19,7 @@ from harness.stores.postgres import PostgresStore
 from harness.stores.redis import KEY_PREFIX, SCHEMA_KEY, RedisStore
 from harness.stores.sqlite import SQLiteStore
 from harness.stores.urls import StoreUrlError
-from tests.stores.conftest import fresh_postgres_database
+from tests.support.stores import fresh_postgres_database
 
 
 def invoke(url: str) -> tuple[int, str]:

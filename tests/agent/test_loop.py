@@ -26,7 +26,7 @@ from harness.llm.models import (
 from harness.protocol.chunks import ForcedCompletionChunk, ToolResultChunk, chunks_to_messages
 from harness.protocol.forced import CompletionCode
 from harness.runtimes.run import run_agent
-from tests.agent.conftest import VALID, agent, call, calls, finish, full_agent, text
+from tests.support.agents import VALID, agent, call, calls, finish, full_agent, text
 from tests.support.scripted import TestCompleter
 
 

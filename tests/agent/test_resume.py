@@ -8,7 +8,7 @@ from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
 from harness.runtimes.base import Fault
 from harness.runtimes.run import run_agent
 from harness.stores.memory import MemoryStore
-from tests.agent.conftest import agent, call, finish, reset_ids, text
+from tests.support.agents import agent, call, finish, reset_ids, text
 from tests.support.scripted import TestCompleter
 
 

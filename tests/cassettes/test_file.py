@@ -19,7 +19,7 @@ from harness.cassettes import (
     CassetteTransport,
 )
 from harness.cli import main
-from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
+from tests.support.cassette_traffic import CHAT, OPENAI, ScriptedProvider, chat
 
 
 def record(path: Path, bodies: list[dict[str, Any]], mode: str = "all") -> None:

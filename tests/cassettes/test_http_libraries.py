@@ -24,7 +24,7 @@ from harness.llm.script import (
     ScriptProviderMismatch,
     ScriptTransport,
 )
-from tests.cassettes.conftest import CHAT, OPENAI, chat
+from tests.support.cassette_traffic import CHAT, OPENAI, chat
 from tests.support.fake_provider import openai_text_reply, serve
 
 Kind = Literal["sync", "async"]

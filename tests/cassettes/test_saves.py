@@ -22,7 +22,7 @@ from harness.cassettes import (
     CassetteWriteError,
 )
 from harness.cassettes.cassette import write_atomically
-from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
+from tests.support.cassette_traffic import CHAT, OPENAI, ScriptedProvider, chat
 
 
 def bodies(path: Path) -> list[object]:

@@ -44,7 +44,7 @@ from harness.cassettes.scrub import (
     secrets_sent,
 )
 from harness.cassettes.sse import SseEvent, parse_sse
-from tests.cassettes.conftest import NoNetwork
+from tests.support.cassette_traffic import NoNetwork
 from tests.support.fake_provider import (
     FakeProvider,
     ReceivedRequest,

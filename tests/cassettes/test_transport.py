@@ -22,7 +22,7 @@ from harness.cassettes import (
     RecordMode,
     RecordModeError,
 )
-from tests.cassettes.conftest import CHAT, OPENAI, NoNetwork, ScriptedProvider, chat
+from tests.support.cassette_traffic import CHAT, OPENAI, NoNetwork, ScriptedProvider, chat
 
 
 def record(

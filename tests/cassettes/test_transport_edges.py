@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from harness.cassettes import Cassette, CassetteMiss, CassetteTransport
-from tests.cassettes.conftest import CHAT, OPENAI, ScriptedProvider, chat
+from tests.support.cassette_traffic import CHAT, OPENAI, ScriptedProvider, chat
 
 
 def test_text_binary_and_empty_bodies_round_trip(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +27,9 @@ from harness.cassettes import (
 )
 from harness.cassettes.sse import parse_sse
 from harness.cassettes.vcr import VcrImportError, import_vcr
+from tests.support.corpus import CORPUS_VARIABLE, corpus_folder
 
-CORPUS_VARIABLE = "HARNESS_CORPUS_DIR"
 SCRUBBED_HEADERS = frozenset({"cookie", "set-cookie", "openai-organization", "openai-project"})
-
-
-def corpus_folder() -> Path:
-    override = os.environ.get(CORPUS_VARIABLE)
-    if override:
-        return Path(override) / "pydantic-ai"
-    return Path(__file__).resolve().parents[3] / "shared" / "corpus" / "pydantic-ai"
 
 
 PYDANTIC_AI = corpus_folder()

@@ -32,7 +32,7 @@ from harness.llm.models import (
     UserMessage,
 )
 from harness.llm.script import ScriptedReply, ScriptTransport
-from tests.llm.test_corpus_parsing import ALL, EXPRESSIBLE, RECORDINGS, Recorded, _normalized
+from tests.support.corpus import ALL, EXPRESSIBLE, RECORDINGS, Recorded, normalized
 from tests.support.llm_requests import Provider, after_round_trip, llm_requests
 
 CANARY = "canary-2f9c-confidential"
@@ -542,7 +542,7 @@ def test_a_recorded_request_renders_back_from_what_it_parses_to(
     case: Recorded, _: LlmRequest
 ) -> None:
     adapter = adapter_for(case.provider)
-    assert adapter.render_request(adapter.parse_request(case.request_body)) == _normalized(
+    assert adapter.render_request(adapter.parse_request(case.request_body)) == normalized(
         case.request_body, case.provider
     )
 

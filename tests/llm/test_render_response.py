@@ -10,9 +10,7 @@ cannot, and refuses them. Shapes are checked against real replies from the recor
 from __future__ import annotations
 
 import json
-import os
 import string
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -34,6 +32,7 @@ from harness.protocol.outcome import (
     OtherStop,
     ToolUse,
 )
+from tests.support.corpus import corpus_folder
 
 Provider = Literal["openai", "anthropic"]
 PROVIDERS: list[Provider] = ["openai", "anthropic"]
@@ -52,11 +51,7 @@ OTHER_REASONS: dict[Provider, list[str]] = {
     "anthropic": ["refusal", "pause_turn"],
 }
 
-CORPUS_DIR = Path(
-    os.environ.get("HARNESS_CORPUS_DIR")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
-CASSETTES = CORPUS_DIR / "pydantic-ai" / "models" / "cassettes"
+CASSETTES = corpus_folder() / "models" / "cassettes"
 needs_corpus = pytest.mark.skipif(
     not CASSETTES.is_dir(),
     reason=f"the recorded corpus is not at {CASSETTES} (set HARNESS_CORPUS_DIR)",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
 from pydantic import JsonValue
@@ -23,76 +21,26 @@ from harness.modules.catalog import (
     PolicyUnavailable,
     ToolCatalog,
 )
-from harness.modules.decision import INPUTS, OUTPUTS, AgentDecisionModule
+from harness.modules.decision import INPUTS, OUTPUTS
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
 from harness.modules.projection import MAX_STATE_CHARACTERS
 from harness.protocol.outcome import LimitReached, OtherStop
-from tests.support.scripted import TestCompleter, text_reply, tool_reply
-
-VALOR = LlmDetails(
-    id=uuid.UUID("00000000-0000-4000-8000-000000000001"),
-    name="valor",
-    provider="openai",
-    model="gpt-4o-mini",
+from tests.support.decision import (
+    CLAUDE,
+    EXAMPLE_CONFIG,
+    EXAMPLE_STATE,
+    INSPECT,
+    SECRET_MODEL,
+    SESSION,
+    VALOR,
+    module,
 )
-CLAUDE = LlmDetails(
-    id=uuid.UUID("00000000-0000-4000-8000-000000000002"),
-    name="claude",
-    provider="anthropic",
-    model="claude-sonnet-4-5",
-    visible_to=frozenset({"team-a"}),
-)
-SECRET_MODEL = LlmDetails(
-    id=uuid.UUID("00000000-0000-4000-8000-000000000003"),
-    name="secret",
-    provider="openai",
-    model="gpt-4o",
-    visible_to=frozenset({"admins"}),
-)
-SESSION = AuthenticatedSession(
-    principal="alice", groups=frozenset({"team-a"}), default_llm_details_id=VALOR.id
-)
-SEED_CONFIG = {
-    "modelSelection": "session-default-valor",
-    "taskField": "agentTask",
-    "sessionField": "sessionId",
-}
-SEED_STATE: dict[str, object] = {
-    "agentTask": "Inspect the release evidence and continue until deployment is verified",
-    "sessionId": "session-42",
-    "agentStep": 3,
-    "agentArtifactRefs": ["deployment:release-42"],
-    "agentApprovalGranted": False,
-}
-INSPECT = ("workflow_execution_inspect", '{"executionId": "release-42"}')
-
-
-def module(
-    replies: list[LlmResponse | Exception],
-    config: Mapping[str, object] | None = None,
-    session: AuthenticatedSession = SESSION,
-    **options: Any,
-) -> tuple[AgentDecisionModule, TestCompleter, list[LlmDetails]]:
-    completer = TestCompleter(replies)
-    selected: list[LlmDetails] = []
-
-    def completer_for(record: LlmDetails) -> TestCompleter:
-        selected.append(record)
-        return completer
-
-    decision = AgentDecisionModule(
-        SEED_CONFIG if config is None else config,
-        models=LlmDetailsService.of([VALOR, CLAUDE, SECRET_MODEL]),
-        session=session,
-        completer_for=completer_for,
-        **options,
-    )
-    return decision, completer, selected
+from tests.support.scripted import text_reply, tool_reply
 
 
 def test_the_seed_example() -> None:
     decision, completer, selected = module([tool_reply(INSPECT)])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     assert selected == [VALOR]
     assert outputs["agentDecisionOutcome"] == "tool_calls"
     assert outputs["agentDecision"] == {
@@ -111,7 +59,7 @@ def test_the_seed_example() -> None:
     assert set(outputs) <= set(OUTPUTS)
     assert len(completer.requests) == 1
     envelope = json.loads(completer.last_request.messages[0].content)  # type: ignore[union-attr]
-    assert envelope["task"] == SEED_STATE["agentTask"]
+    assert envelope["task"] == EXAMPLE_STATE["agentTask"]
     assert envelope["step"] == 3
     assert envelope["artifactRefs"] == ["deployment:release-42"]
     assert completer.last_request.messages[0].metadata == {"sessionId": "session-42"}
@@ -119,7 +67,7 @@ def test_the_seed_example() -> None:
 
 def test_the_tool_catalog_sent_is_emitted_exactly() -> None:
     decision, completer, _ = module([tool_reply(INSPECT)])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     sent = completer.last_request.tool_names()
     catalog = outputs["agentToolCatalog"]
     assert isinstance(catalog, dict)
@@ -131,7 +79,7 @@ def test_the_tool_catalog_sent_is_emitted_exactly() -> None:
 def test_a_supplied_catalog_replaces_the_built_in_one() -> None:
     catalog = {"tools": [{"name": "tickets.search", "description": "Search tickets"}]}
     decision, completer, _ = module([tool_reply(("tickets_search", '{"q": "x"}'))])
-    outputs = decision.execute({**SEED_STATE, "agentToolCatalog": catalog})
+    outputs = decision.execute({**EXAMPLE_STATE, "agentToolCatalog": catalog})
     assert completer.last_request.tool_names() == (
         "tickets_search",
         "agent_ask_user",
@@ -142,9 +90,11 @@ def test_a_supplied_catalog_replaces_the_built_in_one() -> None:
         "toolCalls": [{"id": "call_0", "name": "tickets.search", "arguments": {"q": "x"}}],
     }
     with pytest.raises(IllegalArgumentException, match="agentToolCatalog"):
-        module([])[0].execute({**SEED_STATE, "agentToolCatalog": ["not", "an", "object"]})
+        module([])[0].execute({**EXAMPLE_STATE, "agentToolCatalog": ["not", "an", "object"]})
     with pytest.raises(IllegalArgumentException, match=r"agentToolCatalog is invalid at tools\.0"):
-        module([])[0].execute({**SEED_STATE, "agentToolCatalog": {"tools": [{"name": "bad name"}]}})
+        module([])[0].execute(
+            {**EXAMPLE_STATE, "agentToolCatalog": {"tools": [{"name": "bad name"}]}}
+        )
 
 
 class Policy:
@@ -161,7 +111,7 @@ class Policy:
 
 def test_contextual_visibility_filters_through_the_server_policy() -> None:
     decision, completer, _ = module([tool_reply(INSPECT)], tool_policy=Policy(True))
-    decision.execute({**SEED_STATE, "securityContextualToolVisibility": True})
+    decision.execute({**EXAMPLE_STATE, "securityContextualToolVisibility": True})
     assert completer.last_request.tool_names() == (
         "workflow_execution_inspect",
         "agent_ask_user",
@@ -196,7 +146,7 @@ class BrokenPolicy:
 def test_an_unavailable_or_broken_policy_fails_closed(policy: object) -> None:
     decision, completer, _ = module([tool_reply(INSPECT)], tool_policy=policy)
     with pytest.raises(SecurityException, match="no unfiltered fallback"):
-        decision.execute({**SEED_STATE, "securityContextualToolVisibility": True})
+        decision.execute({**EXAMPLE_STATE, "securityContextualToolVisibility": True})
     assert completer.requests == []
     assert decision.outputs == {}
 
@@ -205,7 +155,7 @@ def test_a_completer_failing_outside_harness_is_a_gateway_failure_named_by_type(
     secret = "sk-proj-COMPLETERCANARY0000"
     decision, _, _ = module([ConnectionError(f"refused for key {secret}")])
     with pytest.raises(AgentDecisionCallException, match="ConnectionError") as caught:
-        decision.execute(SEED_STATE)
+        decision.execute(EXAMPLE_STATE)
     assert secret not in str(caught.value)
     assert caught.value.provider == VALOR.provider
     assert decision.outputs == {}
@@ -216,14 +166,14 @@ def test_a_completer_failing_outside_harness_is_a_gateway_failure_named_by_type(
 
 def test_workflow_llm_details_id_overrides_the_configured_one() -> None:
     decision, _, selected = module(
-        [text_reply("done")], config={**SEED_CONFIG, "llmDetailsId": str(VALOR.id)}
+        [text_reply("done")], config={**EXAMPLE_CONFIG, "llmDetailsId": str(VALOR.id)}
     )
-    decision.execute({**SEED_STATE, "llmDetailsId": str(CLAUDE.id)})
+    decision.execute({**EXAMPLE_STATE, "llmDetailsId": str(CLAUDE.id)})
     assert selected == [CLAUDE]
     decision, _, selected = module(
-        [text_reply("done")], config={**SEED_CONFIG, "llmDetailsId": str(CLAUDE.id)}
+        [text_reply("done")], config={**EXAMPLE_CONFIG, "llmDetailsId": str(CLAUDE.id)}
     )
-    decision.execute(SEED_STATE)
+    decision.execute(EXAMPLE_STATE)
     assert selected == [CLAUDE]
 
 
@@ -232,7 +182,7 @@ def test_workflow_llm_details_id_overrides_the_configured_one() -> None:
 )
 def test_selection_policies(policy: str, expected: LlmDetails) -> None:
     decision, _, selected = module([text_reply("done")], config={"modelSelection": policy})
-    decision.execute(SEED_STATE)
+    decision.execute(EXAMPLE_STATE)
     assert selected == [expected]
 
 
@@ -241,7 +191,7 @@ def test_an_invisible_model_is_indistinguishable_from_a_missing_one() -> None:
     for model_id in (SECRET_MODEL.id, uuid.uuid4()):
         decision, completer, _ = module([text_reply("x")])
         with pytest.raises(IllegalArgumentException) as caught:
-            decision.execute({**SEED_STATE, "llmDetailsId": str(model_id)})
+            decision.execute({**EXAMPLE_STATE, "llmDetailsId": str(model_id)})
         messages.append(str(caught.value))
         assert completer.requests == []
     assert messages[0] == messages[1]
@@ -281,7 +231,7 @@ def test_selection_failures_are_illegal_arguments(
     else:
         decision, _, _ = module([], config=config)
     with pytest.raises(IllegalArgumentException, match=message):
-        decision.execute({**SEED_STATE, **state})
+        decision.execute({**EXAMPLE_STATE, **state})
     assert decision.outputs == {}
 
 
@@ -296,7 +246,7 @@ def test_discovery_never_returns_models_outside_visibility() -> None:
 
 def test_text_ending_the_turn_is_a_final_answer() -> None:
     decision, _, _ = module([text_reply("Deployment verified.")])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     assert outputs["agentDecision"] == {"outcome": "FINAL_ANSWER", "text": "Deployment verified."}
     assert outputs["agentDecisionOutcome"] == "final_answer"
 
@@ -316,7 +266,7 @@ def test_control_tools_become_ask_user_and_wait_approval(
     call: tuple[str, str], outcome: str, text: str
 ) -> None:
     decision, _, _ = module([tool_reply(call)])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     assert outputs["agentDecision"] == {"outcome": outcome, "text": text}
     assert outputs["agentDecisionOutcome"] == outcome.lower()
 
@@ -339,9 +289,9 @@ def test_anything_else_is_a_protocol_failure_with_a_bounded_correction(
     reply: LlmResponse, reason: str
 ) -> None:
     decision, completer, _ = module([tool_reply(INSPECT), reply])
-    decision.execute(SEED_STATE)
+    decision.execute(EXAMPLE_STATE)
     with pytest.raises(AgentDecisionProtocolException, match=reason) as caught:
-        decision.execute(SEED_STATE)
+        decision.execute(EXAMPLE_STATE)
     assert decision.outputs == {}, "a failed attempt leaves neither a decision nor an approval"
     error = caught.value
     assert error.retryable is True
@@ -358,8 +308,8 @@ def test_the_previous_failure_reaches_the_next_attempt() -> None:
         [tool_reply(("nope", "{}")), text_reply("Deployment verified.")]
     )
     with pytest.raises(AgentDecisionProtocolException) as caught:
-        decision.execute(SEED_STATE)
-    decision.execute({**SEED_STATE, "agentPreviousFailure": caught.value.correction})
+        decision.execute(EXAMPLE_STATE)
+    decision.execute({**EXAMPLE_STATE, "agentPreviousFailure": caught.value.correction})
     envelope = json.loads(completer.last_request.messages[0].content)  # type: ignore[union-attr]
     assert envelope["previousFailure"] == caught.value.correction
 
@@ -368,16 +318,16 @@ def test_the_previous_failure_reaches_the_next_attempt() -> None:
 def test_a_catalog_tool_clashing_with_a_control_tool_is_refused_by_name(name: str) -> None:
     catalog = {"tools": [{"name": name, "description": "Secret internal tool"}]}
     with pytest.raises(IllegalArgumentException, match=f"'{name}' and 'agent.") as caught:
-        module([tool_reply(INSPECT)])[0].execute({**SEED_STATE, "agentToolCatalog": catalog})
+        module([tool_reply(INSPECT)])[0].execute({**EXAMPLE_STATE, "agentToolCatalog": catalog})
     assert "Secret internal tool" not in str(caught.value)
 
 
 def test_gateway_failures_propagate_typed_and_leave_no_output() -> None:
     failure = AgentDecisionCallException("boom", status=503, error_type="overloaded_error")
     decision, _, _ = module([tool_reply(INSPECT), failure])
-    decision.execute(SEED_STATE)
+    decision.execute(EXAMPLE_STATE)
     with pytest.raises(AgentDecisionCallException) as caught:
-        decision.execute(SEED_STATE)
+        decision.execute(EXAMPLE_STATE)
     assert caught.value.status == 503
     assert decision.outputs == {}
 
@@ -389,13 +339,13 @@ def test_approval_is_bound_to_the_exact_request_and_never_leaks() -> None:
     approval = {"tool": "deployment.promote", "arguments": {"release": "42"}}
     decision, completer, _ = module([tool_reply(INSPECT)])
     outputs = decision.execute(
-        {**SEED_STATE, "agentApprovalGranted": True, "agentApprovalRequest": approval}
+        {**EXAMPLE_STATE, "agentApprovalGranted": True, "agentApprovalRequest": approval}
     )
     assert outputs["agentApprovalGranted"] is False
     envelope = json.loads(completer.last_request.messages[0].content)  # type: ignore[union-attr]
     assert envelope["approval"] == {"request": approval, "granted": True}
     with pytest.raises(IllegalArgumentException, match="no agentApprovalRequest"):
-        module([])[0].execute({**SEED_STATE, "agentApprovalGranted": True})
+        module([])[0].execute({**EXAMPLE_STATE, "agentApprovalGranted": True})
 
 
 # -- retrieval lineage and cost --------------------------------------------------------------------
@@ -414,7 +364,7 @@ def test_valid_retrieval_receipts_give_content_free_lineage() -> None:
         *(receipt(n, content="the secret document", tenantId="tenant-9") for n in range(6))
     )
     decision, _, _ = module([tool_reply(INSPECT, metadata=metadata)])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     evidence = outputs["agentRetrievalEvidence"]
     assert evidence == [
         {"receiptId": f"rcpt-{n}", "policyId": "pol-1", "decision": "allow"} for n in range(4)
@@ -437,7 +387,7 @@ def test_valid_retrieval_receipts_give_content_free_lineage() -> None:
 )
 def test_invalid_retrieval_metadata_yields_neither_output(metadata: dict[str, object]) -> None:
     decision, _, _ = module([tool_reply(INSPECT, metadata=metadata)])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     assert "agentRetrievalEvidence" not in outputs
     assert "retrievalReceiptRef" not in outputs
 
@@ -447,7 +397,7 @@ def test_cost_is_non_negative_and_zero_when_unreported() -> None:
         {"text": "done", "stop": {"kind": "end_turn"}, "usage": Usage(), "credits": 0.25}
     )
     decision, _, _ = module([reply])
-    outputs = decision.execute(SEED_STATE)
+    outputs = decision.execute(EXAMPLE_STATE)
     assert outputs["costTokens"] == 0
     assert outputs["costCredits"] == 0.25
 
@@ -479,14 +429,14 @@ def test_the_module_declares_fourteen_inputs_and_eight_outputs() -> None:
 def test_wrongly_typed_inputs_are_named_without_their_value(field: str, value: object) -> None:
     decision, completer, _ = module([tool_reply(INSPECT)])
     with pytest.raises(IllegalArgumentException, match=field) as caught:
-        decision.execute({**SEED_STATE, field: value})
+        decision.execute({**EXAMPLE_STATE, field: value})
     assert repr(value) not in str(caught.value) or isinstance(value, bool | int)
     assert completer.requests == []
 
 
 def test_the_task_field_is_configurable() -> None:
     decision, completer, _ = module(
-        [text_reply("ok")], config={**SEED_CONFIG, "taskField": "ticket"}
+        [text_reply("ok")], config={**EXAMPLE_CONFIG, "taskField": "ticket"}
     )
     decision.execute({"ticket": {"id": "T-1"}, "agentTask": "ignored"})
     envelope = json.loads(completer.last_request.messages[0].content)  # type: ignore[union-attr]
@@ -498,7 +448,7 @@ CANARY = "sk-proj-CANARY0000000000000000001"
 
 def test_no_error_contains_a_credential_or_the_control_envelope() -> None:
     state = {
-        **SEED_STATE,
+        **EXAMPLE_STATE,
         "agentProjectContext": {"notes": CANARY, "big": "x" * (MAX_STATE_CHARACTERS // 10)},
         "agentObservation": [{"k": "y" * 16_000} for _ in range(40)],
     }
@@ -510,11 +460,11 @@ def test_no_error_contains_a_credential_or_the_control_envelope() -> None:
     assert CANARY not in str(caught.value)
     assert "yyyy" not in str(caught.value)
     assert completer.requests == []
-    unserialisable = {**SEED_STATE, "agentObservation": {"blob": {CANARY.encode()}}}
+    unserialisable = {**EXAMPLE_STATE, "agentObservation": {"blob": {CANARY.encode()}}}
     with pytest.raises(IllegalArgumentException, match="agentObservation is not serialisable"):
         decision.execute(unserialisable)
     protocol = module([tool_reply((CANARY, "{}"))])[0]
     with pytest.raises(AgentDecisionProtocolException) as protocol_error:
-        protocol.execute({**SEED_STATE, "agentProjectContext": {"notes": CANARY}})
+        protocol.execute({**EXAMPLE_STATE, "agentProjectContext": {"notes": CANARY}})
     assert CANARY not in str(protocol_error.value)
     assert CANARY not in protocol_error.value.correction

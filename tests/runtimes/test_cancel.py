@@ -15,9 +15,9 @@ from harness.runtimes.profiles import PROFILES, runtime_for
 from harness.runtimes.run import CancelNotReached, run_agent
 from harness.stores.memory import MemoryStore
 from harness.stores.urls import open_store
-from tests.agent.conftest import agent, call, finish, reset_ids, text
-from tests.stores.conftest import STORE_KINDS, fresh_postgres_database
+from tests.support.agents import agent, call, finish, reset_ids, text
 from tests.support.scripted import TestCompleter
+from tests.support.stores import STORE_KINDS, fresh_postgres_database
 
 CANCELLABLE = [point for point in PERSISTENCE_POINTS if point != "run_finished"]
 CALLS_BEFORE_CANCEL: dict[PersistencePoint, int] = {

@@ -10,7 +10,7 @@ from harness.runtimes.base import RuntimeOptions
 from harness.runtimes.profiles import PROFILES, UnknownRuntime, runtime_for
 from harness.runtimes.run import run_agent
 from harness.stores.memory import MemoryStore
-from tests.agent.conftest import agent, call, finish, reset_ids, text
+from tests.support.agents import agent, call, finish, reset_ids, text
 from tests.support.scripted import TestCompleter
 
 ALL = ["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]

@@ -19,7 +19,8 @@ import pytest
 from harness.cassettes import Cassette
 from harness.cassettes.vcr import import_vcr
 from harness.serve import ReplayServer
-from tests.support.serve_corpus import corpus_folder, missing_reason, served_recordings
+from tests.support.corpus import corpus_folder, missing_reason
+from tests.support.serve_corpus import served_recordings
 from tests.support.serve_sdk import (
     async_client,
     provider_of,

@@ -35,6 +35,7 @@ from harness.cassettes.key import keyed_headers
 from harness.cassettes.vcr import import_vcr
 from harness.serve.routing import ENDPOINTS
 from harness.serve.server import ReplayServer
+from tests.support.corpus import corpus_folder
 from tests.support.fake_provider import (
     Answer,
     FakeProvider,
@@ -50,9 +51,7 @@ pytestmark = pytest.mark.subprocess
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 AGENT_CASSETTES: Final = ROOT / "cassettes" / "agent"
-CORPUS: Final = (
-    Path(os.environ.get("HARNESS_CORPUS_DIR") or ROOT.parent / "shared" / "corpus") / "pydantic-ai"
-)
+CORPUS: Final = corpus_folder()
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 """The version our cassettes were recorded with; the Node SDK sends its own unless told."""

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from harness.stores.base import StateStore
 from harness.stores.urls import open_store
-
-STORE_KINDS = ["memory", "sqlite", "postgres", "redis"]
-
-
-def fresh_postgres_database(server_url: str) -> str:
-    """A new, empty database on the session's server (tests never share tables)."""
-    name = f"harness_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"'.encode())
-    return server_url.rsplit("/", 1)[0] + f"/{name}"
+from tests.support.stores import STORE_KINDS, fresh_postgres_database
 
 
 @pytest.fixture(params=STORE_KINDS)

@@ -19,9 +19,9 @@ from harness.stores.postgres import PostgresStore
 from harness.stores.redis import RedisStore
 from harness.stores.sqlite import SQLiteStore
 from harness.stores.urls import StoreUrlError, default_store_url, open_store, store_kind
-from tests.agent.conftest import agent, call, finish, reset_ids, text
-from tests.stores.conftest import fresh_postgres_database
+from tests.support.agents import agent, call, finish, reset_ids, text
 from tests.support.scripted import TestCompleter
+from tests.support.stores import fresh_postgres_database
 
 FORCED = ForcedCompletionState(trigger="max_tokens", attempts_used=1, max_attempts=2)
 

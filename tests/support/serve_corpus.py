@@ -9,7 +9,6 @@ Azure deployments, or Anthropic's `count_tokens`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -18,23 +17,8 @@ import yaml
 
 from harness.serve import ENDPOINTS
 
-CORPUS_VARIABLE: Final = "HARNESS_CORPUS_DIR"
 SERVED_QUERIES: Final = frozenset({"", "beta=true"})
 """The recorded queries an SDK call can send again: none, and the old Anthropic SDKs' beta flag."""
-
-
-def corpus_folder() -> Path:
-    override = os.environ.get(CORPUS_VARIABLE)
-    if override:
-        return Path(override) / "pydantic-ai"
-    return Path(__file__).resolve().parents[3] / "shared" / "corpus" / "pydantic-ai"
-
-
-def missing_reason(folder: Path) -> str:
-    return (
-        f"corpus folder {folder} is missing; set {CORPUS_VARIABLE} to the folder holding "
-        "pydantic-ai/"
-    )
 
 
 def _served(recording: Path) -> bool:

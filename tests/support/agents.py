@@ -1,4 +1,4 @@
-"""Agents and replies for loop tests."""
+"""Agents and model replies for agent loop, runtime and store tests."""
 
 from __future__ import annotations
 
