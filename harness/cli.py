@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.table import Table
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
+    from harness.scenarios.run import Cell, RunOptions
     from harness.scenarios.targets import TargetSpec
 
 _T = TypeVar("_T")
@@ -99,6 +100,24 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
     help="Also run the reference on every cell and report every difference.",
 )
 @click.option(
+    "-n",
+    "workers_text",
+    default="0",
+    show_default=True,
+    metavar="N|auto",
+    help="Run cells in N worker processes (auto: one per CPU core; 0: in this process).",
+)
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run shard K of N: every scenario's cells in one shard, decided by its file and name.",
+)
+@click.option(
+    "--last-failed",
+    is_flag=True,
+    help="Run only the cells that failed in the previous run (.harness/last-run.json).",
+)
+@click.option(
     "--cell-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=30.0,
@@ -118,6 +137,9 @@ def run(
     target: str | None,
     target_cmd: str | None,
     compare_reference: bool,
+    workers_text: str,
+    shard: str | None,
+    last_failed: bool,
     cell_timeout: float,
 ) -> None:
     """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails.
@@ -130,6 +152,7 @@ def run(
     from harness.cassettes import RecordMode
     from harness.scenarios import RunOptions, load_scenarios, run_cell
     from harness.scenarios.library import select_cells
+    from harness.scenarios.parallel import LAST_RUN, Shard, worker_count
     from harness.scenarios.report import (
         check_report_paths,
         failure_lines,
@@ -138,6 +161,7 @@ def run(
         write_json,
         write_junit,
     )
+    from harness.scenarios.run import CellResult
     from harness.scenarios.select import compile_keyword
     from harness.stores.timeouts import StoreTimeouts
     from harness.stores.urls import check_store_url
@@ -152,6 +176,9 @@ def run(
     )
     try:
         compile_keyword(keyword)  # a bad -k expression exits 2 before anything loads
+        workers = worker_count(workers_text)
+        if shard is not None:
+            Shard.parse(shard)
         if store_url:
             check_store_url(store_url)
         StoreTimeouts.from_environment()
@@ -169,26 +196,50 @@ def run(
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_INVALID)
-    results = []
+    try:
+        cells = _narrowed(cells, shard, last_failed, options)
+    except HarnessError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(EXIT_INVALID)
+    results: list[CellResult] = []
     interrupted = False
-    with contextlib.ExitStack() as stack, Progress(console=console, transient=True) as progress:
-        run_one = partial(run_cell, options=options)
-        if target_spec is not None:
-            from harness.scenarios.targets import target_runner
-
-            try:
-                runner = stack.enter_context(target_runner(target_spec))
-            except HarnessError as error:
-                click.echo(f"error: {error}", err=True)
-                sys.exit(EXIT_INVALID)
-            run_one = partial(runner.run_cell, options=options)
+    # No refresh thread: `-n` forks its workers, which must not inherit a running thread.
+    with (
+        contextlib.ExitStack() as stack,
+        Progress(console=console, transient=True, auto_refresh=False) as progress,
+    ):
         task = progress.add_task("scenarios", total=len(cells))
+
+        def advance(result: CellResult) -> None:
+            progress.advance(task)
+            progress.refresh()
+
         try:
-            for cell in cells:
-                results.append(run_one(cell))
-                progress.advance(task)
+            if workers:
+                from harness.scenarios.parallel import run_in_workers
+
+                found = run_in_workers(
+                    cells, options, workers, target=target_spec, on_result=advance
+                )
+                results.extend(found)
+            else:
+                run_one = partial(run_cell, options=options)
+                if target_spec is not None:
+                    from harness.scenarios.targets import target_runner
+
+                    try:
+                        runner = stack.enter_context(target_runner(target_spec))
+                    except HarnessError as error:
+                        click.echo(f"error: {error}", err=True)
+                        sys.exit(EXIT_INVALID)
+                    run_one = partial(runner.run_cell, options=options)
+                for cell in cells:
+                    results.append(run_one(cell))
+                    advance(results[-1])
         except KeyboardInterrupt:  # report what ran, then stop as an interrupted run does
             interrupted = True
+    with contextlib.suppress(OSError):  # `--last-failed` reads it; a read-only folder skips it
+        write_json(results, options.workdir / LAST_RUN)
     table = Table(title="harness run")
     for column in ("scenario", "runtime", "store", "result", "time"):
         table.add_column(column)
@@ -342,6 +393,51 @@ def serve(
     )
 
 
+@main.group()
+def report() -> None:
+    """Work with the reports of `harness run`."""
+
+
+@report.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=_Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--json",
+    "json_path",
+    type=_Path(path_type=Path, dir_okay=False),
+    help="Write the merged JSON report.",
+)
+@click.option(
+    "--junit-xml", type=_Path(path_type=Path, dir_okay=False), help="Write the merged JUnit XML."
+)
+def report_merge(reports: tuple[Path, ...], json_path: Path | None, junit_xml: Path | None) -> None:
+    """Merge the --json reports of several runs (the shards of one library) into one.
+
+    Exit 1 when any merged cell failed, as the run itself would; 2 when a report cannot be read
+    or two reports hold the same cell."""
+    from harness.scenarios.report import (
+        check_report_paths,
+        merge_reports,
+        write_junit_report,
+        write_report_json,
+    )
+
+    def merge() -> dict[str, Any]:
+        check_report_paths({"--json": json_path, "--junit-xml": junit_xml})
+        return merge_reports(list(reports))
+
+    merged = _or_invalid(merge)
+    if json_path is not None:
+        write_report_json(merged, json_path)
+    if junit_xml is not None:
+        write_junit_report(merged, junit_xml)
+    counts = merged["summary"]
+    click.echo(
+        f"{len(reports)} report(s), {counts['cells']} cells: {counts['passed']} passed, "
+        f"{counts['failed']} failed, {counts['skipped']} skipped"
+    )
+    sys.exit(EXIT_FAILED if counts["failed"] else EXIT_OK)
+
+
 @main.group(invoke_without_command=True)
 @click.pass_context
 def schema(context: click.Context) -> None:
@@ -407,7 +503,6 @@ RECORD_SCHEMAS: dict[str, str] = {
 
 def record_schema(name: str) -> dict[str, object]:
     """The JSON Schema (draft 2020-12, `$schema` set) of the public record `name`."""
-    from typing import Any
 
     from pydantic import TypeAdapter
 
@@ -716,6 +811,22 @@ def stores_check(url: str) -> None:
 def _wide_console() -> Console:
     """A console at least 120 columns wide, so contract tables stay readable in a pipe."""
     return Console(width=max(Console().width, 120))
+
+
+def _narrowed(
+    cells: list[Cell], shard: str | None, last_failed: bool, options: RunOptions
+) -> list[Cell]:
+    """`cells` in this shard, and only those that failed last time with `--last-failed`."""
+    from harness.scenarios.parallel import Shard, failed_last_time
+
+    if shard is not None:
+        chosen = Shard.parse(shard)
+        cells = [cell for cell in cells if chosen.holds(cell)]
+    if last_failed:
+        failed = failed_last_time(options.workdir)
+        if failed:  # none failed: run them all, as pytest --last-failed does
+            cells = [cell for cell in cells if cell.id in failed]
+    return cells
 
 
 def _target_spec(

@@ -6,7 +6,7 @@ import json
 import re
 import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +75,10 @@ def failure_lines(result: CellResult) -> list[str]:
         lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: the target's stderr:")
         lines.extend(f"    {line}" for line in result.stderr.splitlines())
     if lines and result.run_id is not None:
+        where = f" ({result.kept_in})" if result.kept_in else ""
         lines.append(
             f"{loaded.path}:{loaded.line} {result.cell.id}: its run is kept in the "
-            f"{result.cell.store} store as run_id {result.run_id!r}"
+            f"{result.cell.store} store{where} as run_id {result.run_id!r}"
         )
     return [redact(line) for line in lines]
 
@@ -95,16 +96,25 @@ def skip_lines(results: Sequence[CellResult]) -> list[str]:
 
 
 def summary(results: Sequence[CellResult]) -> dict[str, int]:
-    passed = sum(1 for r in results if r.passed)
-    skipped = sum(1 for r in results if r.skipped is not None)
-    errors = sum(1 for r in results if r.error is not None)
+    """Counts: cells, passed, failed, skipped (cells), skipped expectations, errors."""
+    return _counts(
+        (r.passed, r.skipped is not None, r.error is not None, len(r.skipped_expectations))
+        for r in results
+    )
+
+
+def _counts(cells: Iterable[tuple[bool, bool, bool, int]]) -> dict[str, int]:
+    """The summary of cells given as (passed, skipped, errored, skipped expectations)."""
+    rows = list(cells)
+    passed = sum(1 for row in rows if row[0])
+    skipped = sum(1 for row in rows if row[1])
     return {
-        "cells": len(results),
+        "cells": len(rows),
         "passed": passed,
-        "failed": len(results) - passed - skipped,
+        "failed": len(rows) - passed - skipped,
         "skipped": skipped,
-        "skipped_expectations": sum(len(r.skipped_expectations) for r in results),
-        "errors": errors,
+        "skipped_expectations": sum(row[3] for row in rows),
+        "errors": sum(1 for row in rows if row[2]),
     }
 
 
@@ -128,6 +138,8 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
                 "error": r.error,
                 "error_code": r.error_code,
                 "run_id": r.run_id,
+                "kept_in": r.kept_in,
+                "failure_lines": failure_lines(r),
                 "mismatches": [
                     {
                         "key": m.key,
@@ -146,12 +158,16 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
 def write_json(results: Sequence[CellResult], path: Path) -> None:
     """Write the JSON report atomically (a reader sees the previous report or this one, whole),
     with secrets redacted."""
-    text = redact(json.dumps(to_json(results), indent=2, ensure_ascii=False)) + "\n"
-    write_atomically(path, text.encode("utf-8"))
+    write_report_json(to_json(results), path)
 
 
 def write_junit(results: Sequence[CellResult], path: Path) -> None:
-    counts = summary(results)
+    write_junit_report(to_json(results), path)
+
+
+def write_junit_report(report: dict[str, Any], path: Path) -> None:
+    """Write a JSON report (`to_json`, or shards merged) as JUnit XML, atomically."""
+    counts = report["summary"]
     suite = ElementTree.Element(
         "testsuite",
         name="harness",
@@ -159,33 +175,83 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
         skipped=str(counts["skipped"]),
         failures=str(counts["failed"] - counts["errors"]),
         errors=str(counts["errors"]),
-        time=f"{sum(r.duration for r in results):.3f}",
+        time=f"{sum(cell['duration_seconds'] for cell in report['cells']):.3f}",
     )
-    for result in results:
+    for cell in report["cells"]:
         case = ElementTree.SubElement(
             suite,
             "testcase",
-            classname=_xml(result.cell.loaded.path.stem),
-            name=_xml(result.cell.id),
-            file=_xml(str(result.cell.loaded.path)),
-            line=str(result.cell.loaded.line),
-            time=f"{result.duration:.3f}",
+            classname=_xml(Path(cell["file"]).stem),
+            name=_xml(cell["id"]),
+            file=_xml(cell["file"]),
+            line=str(cell["line"]),
+            time=f"{cell['duration_seconds']:.3f}",
         )
-        if result.skipped is not None:
-            ElementTree.SubElement(case, "skipped", message=_xml(redact(result.skipped)))
-        elif result.error is not None:
-            first_line = (result.error.splitlines() or [""])[0]
+        lines = _xml("\n".join(cell["failure_lines"]))
+        if cell["skipped"] is not None:
+            ElementTree.SubElement(case, "skipped", message=_xml(redact(cell["skipped"])))
+        elif cell["error"] is not None:
+            first_line = (cell["error"].splitlines() or [""])[0]
             error = ElementTree.SubElement(case, "error", message=_xml(redact(first_line)))
-            error.text = _xml("\n".join(failure_lines(result)))
-        elif result.mismatches:
+            error.text = lines
+        elif not cell["passed"]:
+            failed = len(cell["mismatches"]) + len(cell["differences_from_reference"])
             failure = ElementTree.SubElement(
-                case, "failure", message=f"{len(result.mismatches)} expectation(s) failed"
+                case, "failure", message=f"{failed} expectation(s) failed"
             )
-            failure.text = _xml("\n".join(failure_lines(result)))
+            failure.text = lines
     root = ElementTree.Element("testsuites")
     root.append(suite)
     data = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
     write_atomically(path, data + b"\n")
+
+
+class ReportMergeError(HarnessError, ValueError):
+    """A report to merge cannot be read, is not a `harness run --json` report, or repeats a cell
+    another report already has."""
+
+    code = "report_merge_invalid"
+
+
+def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
+    """The JSON reports of several runs (shards) as one: every cell once, in the order given,
+    with the summary counted again."""
+    cells: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    for path in paths:
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+            found = report["cells"]
+            ids = [cell["id"] for cell in found]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ReportMergeError(
+                f"{path}: not a harness run --json report ({type(error).__name__}); merge the "
+                "files --json wrote"
+            ) from None
+        for cell, identifier in zip(found, ids, strict=True):
+            if identifier in seen:
+                raise ReportMergeError(
+                    f"{path}: cell {identifier} is also in {seen[identifier]}; merge each shard's "
+                    "report once"
+                )
+            seen[identifier] = path
+            cells.append(cell)
+    counts = _counts(
+        (
+            bool(cell["passed"]),
+            cell.get("skipped") is not None,
+            cell.get("error") is not None,
+            len(cell.get("skipped_expectations") or []),
+        )
+        for cell in cells
+    )
+    return {"summary": counts, "cells": cells}
+
+
+def write_report_json(report: dict[str, Any], path: Path) -> None:
+    """Write a JSON report atomically, secrets redacted."""
+    text = redact(json.dumps(report, indent=2, ensure_ascii=False)) + "\n"
+    write_atomically(path, text.encode("utf-8"))
 
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

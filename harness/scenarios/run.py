@@ -90,6 +90,9 @@ class CellResult:
     """Expectations not checked, each with its reason (the target does not report a counter)."""
     stderr: str = ""
     """What a command target wrote to stderr while it ran this cell."""
+    kept_in: str | None = None
+    """Where a failing cell's run is kept: the SQLite file (each `-n` worker has its own), or the
+    store kind for PostgreSQL and Redis (their URLs may hold a password)."""
     differences: list[str] = field(default_factory=list)
     """With `--compare-reference`: how the target's answer and traffic differ from the
     reference's, one structural difference per line."""
@@ -269,6 +272,17 @@ def _close_shared_stores() -> None:
     _UNOPENABLE_STORES.clear()
 
 
+def kept_in(store: StateStore) -> str | None:
+    """The SQLite file `store` writes to, relative to the working folder when it is inside it."""
+    url = getattr(store, "_url", None)
+    if not isinstance(url, str) or not url.startswith("sqlite:///"):
+        return None
+    path = Path(url.removeprefix("sqlite:///"))
+    with contextlib.suppress(ValueError):
+        path = path.relative_to(Path.cwd())
+    return str(path)
+
+
 def cell_store(kind: str, options: RunOptions) -> StateStore:
     """The store of a `kind` cell: `--store-url` when it names a store of that kind (a
     PostgreSQL URL never serves a redis cell), else the environment, else the default."""
@@ -300,6 +314,7 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
     run_id = f"{scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
     if cell.store != "memory":  # a memory store is gone with its cell
         outcome.run_id = run_id
+        outcome.kept_in = kept_in(store)
     try:
         gateway = _gateway(scenario.provider, transport)
         result = run_agent(
@@ -335,7 +350,7 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
             # The run has served its purpose; deleting it keeps the default store from growing
             # with every library run.
             store.delete(run_id)
-            outcome.run_id = None
+            outcome.run_id = outcome.kept_in = None
     finally:
         store.close()
         transport.close()

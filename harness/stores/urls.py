@@ -21,11 +21,12 @@ class StoreUrlError(HarnessError, ValueError):
 def default_store_url(folder: Path | None = None) -> str:
     """`sqlite:///<folder>/.harness/runs.sqlite3`, the folder being the working folder.
 
-    Under pytest-xdist each worker gets its own file (`runs-gw0.sqlite3`, ...): runs never span
-    workers, and separate files keep workers from queueing on one database's write lock.
+    Each worker of `harness run -n` and of pytest-xdist gets its own file (`runs-w0.sqlite3`,
+    `runs-gw0.sqlite3`, ...): runs never span workers, and separate files keep workers from
+    queueing on one database's write lock.
     """
     path = (folder or Path.cwd()) / DEFAULT_SQLITE_PATH
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    worker = os.environ.get("HARNESS_WORKER") or os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         path = path.with_name(f"{path.stem}-{worker}{path.suffix}")
     return f"sqlite:///{path}"

@@ -1,0 +1,229 @@
+"""Running cells in worker processes (`harness run -n N`), and splitting them across machines
+(`harness run --shard K/N`).
+
+Workers are forked from the process that already loaded the scenario files and imported the
+runner, so each starts at once with both; they take cells in batches of whole scenarios (a
+recording scenario's cells stay on one worker, which records through its first cell and replays
+in the others), and results come back in the order a serial run gives. Each worker has its own
+default SQLite file (`runs-w0.sqlite3`, ...); PostgreSQL and Redis stores are shared as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from harness.errors import HarnessError
+from harness.scenarios.run import Cell, CellResult, RunOptions, run_cell
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
+    from harness.scenarios.targets import TargetRunner, TargetSpec
+
+WORKER_VARIABLE: Final = "HARNESS_WORKER"
+"""Set in each worker to its name (`w0`, `w1`, ...): the default SQLite file is per worker."""
+LAST_RUN: Final = Path(".harness") / "last-run.json"
+"""Every `harness run` writes its JSON report here (under its working folder), for
+`--last-failed`."""
+BATCHES_PER_WORKER: Final = 4
+"""Batches each worker takes on average: enough to even out slow scenarios, few enough that the
+per-batch messages stay negligible."""
+
+
+class LastRunError(HarnessError, ValueError):
+    """`--last-failed` has no readable report of a previous run."""
+
+    code = "last_run_unreadable"
+
+
+class WorkersError(HarnessError, ValueError):
+    """`-n` is not a number of workers or `auto`."""
+
+    code = "workers_invalid"
+
+
+class ShardSpecError(HarnessError, ValueError):
+    """`--shard` is not `K/N` with 1 <= K <= N."""
+
+    code = "shard_invalid"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` (1-based) of `count`."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        index, slash, count = text.partition("/")
+        try:
+            shard = cls(int(index), int(count))
+        except ValueError:
+            shard = None
+        if not slash or shard is None or not 1 <= shard.index <= shard.count:
+            raise ShardSpecError(
+                f"--shard {text!r}: expected K/N with 1 <= K <= N, such as --shard 2/4"
+            )
+        return shard
+
+    def holds(self, cell: Cell) -> bool:
+        """Whether this shard runs `cell`: decided by its scenario's file and name alone, so every
+        cell of a scenario lands in one shard, and adding a scenario never moves another."""
+        return scenario_slot(cell, self.count) == self.index - 1
+
+
+def scenario_slot(cell: Cell, count: int) -> int:
+    """`cell`'s scenario's slot among `count`: a hash of its file path (relative, as given) and
+    its name, the same on every machine and in every run."""
+    key = f"{cell.loaded.path.as_posix()}\0{cell.loaded.scenario.name}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % count
+
+
+def failed_last_time(folder: Path) -> set[str]:
+    """The ids of the cells that failed in the last run in `folder`, or `LastRunError` when
+    there is no last run to read."""
+    path = folder / LAST_RUN
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            cell["id"] for cell in report["cells"] if not cell["passed"] and not cell.get("skipped")
+        }
+    except FileNotFoundError:
+        raise LastRunError(
+            f"--last-failed: no previous run in {folder} ({path} is missing); run harness run first"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise LastRunError(
+            f"--last-failed: {path} cannot be read ({type(error).__name__}); delete it and run "
+            "harness run again"
+        ) from None
+
+
+def worker_count(text: str) -> int:
+    """`-n`: a number of workers, or `auto` for one per CPU core."""
+    if text == "auto":
+        return os.cpu_count() or 1
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise ShardSpecError(
+            f"-n {text!r}: expected a number of workers (0 runs in this process) or auto"
+        )
+    return count
+
+
+# -- workers ----------------------------------------------------------------------------------------
+
+_CELLS: list[Cell] = []
+_OPTIONS: RunOptions | None = None
+_TARGET: TargetSpec | None = None
+_RUNNERS: list[TargetRunner] = []
+_KEPT_OPEN = ExitStack()
+"""Holds the worker's target runner open for the worker's life (a context manager that is no
+longer referenced is closed by the garbage collector)."""
+
+
+def _start_worker(names: Queue[str]) -> None:
+    os.environ[WORKER_VARIABLE] = names.get()
+
+
+def _run_batch(indexes: list[int]) -> list[tuple[int, CellResult]]:
+    assert _OPTIONS is not None
+    run = run_cell if _TARGET is None else _runner().run_cell
+    return [(index, _light(run(_CELLS[index], _OPTIONS))) for index in indexes]
+
+
+def _runner() -> TargetRunner:
+    """This worker's own target and replay server, opened on its first cell (never in the parent:
+    a forked process must not inherit the server's thread)."""
+    if not _RUNNERS:
+        from harness.scenarios.targets import target_runner
+
+        assert _TARGET is not None
+        _RUNNERS.append(_KEPT_OPEN.enter_context(target_runner(_TARGET)))
+    return _RUNNERS[0]
+
+
+def _light(result: CellResult) -> CellResult:
+    """The result without its cell (the parent has it): only what the cell did crosses back."""
+    return CellResult(
+        cell=None,  # type: ignore[arg-type]
+        mismatches=result.mismatches,
+        error=result.error,
+        error_code=result.error_code,
+        duration=result.duration,
+        run_id=result.run_id,
+        kept_in=result.kept_in,
+        skipped=result.skipped,
+        skipped_expectations=result.skipped_expectations,
+        stderr=result.stderr,
+        differences=result.differences,
+    )
+
+
+def batches(cells: Sequence[Cell], workers: int) -> list[list[int]]:
+    """Cell indexes in batches of whole scenarios, about `BATCHES_PER_WORKER` per worker."""
+    by_scenario: list[list[int]] = []
+    for index, cell in enumerate(cells):
+        if by_scenario and cells[by_scenario[-1][0]].loaded is cell.loaded:
+            by_scenario[-1].append(index)
+        else:
+            by_scenario.append([index])
+    size = max(1, len(cells) // (workers * BATCHES_PER_WORKER))
+    grouped: list[list[int]] = []
+    for group in by_scenario:
+        if grouped and len(grouped[-1]) + len(group) <= size:
+            grouped[-1].extend(group)
+        else:
+            grouped.append(list(group))
+    return grouped
+
+
+def run_in_workers(
+    cells: Sequence[Cell],
+    options: RunOptions,
+    workers: int,
+    *,
+    target: TargetSpec | None = None,
+    on_result: Callable[[CellResult], None] = lambda result: None,
+) -> Iterator[CellResult]:
+    """Run `cells` in `workers` forked processes (on `target` when given: one per worker);
+    yield every result in `cells`' order (each as soon as it and every one before it are done),
+    calling `on_result` as each arrives. Fork before starting any thread in this process."""
+    global _CELLS, _OPTIONS, _TARGET
+    _CELLS, _OPTIONS, _TARGET = list(cells), options, target
+    context = multiprocessing.get_context("fork")
+    names = context.Queue()
+    for number in range(workers):
+        names.put(f"w{number}")
+    done: dict[int, CellResult] = {}
+    following = 0
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(names,)
+    ) as pool:
+        pending: set[Future[list[tuple[int, CellResult]]]] = {
+            pool.submit(_run_batch, batch) for batch in batches(cells, workers)
+        }
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                for index, light in future.result():
+                    light.cell = cells[index]
+                    done[index] = light
+                    on_result(light)
+            while following in done:
+                yield done.pop(following)
+                following += 1

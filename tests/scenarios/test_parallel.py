@@ -1,0 +1,181 @@
+"""`harness run -n`, `--shard`, `harness report merge` and `--last-failed`: the same cells, the
+same results and reports, split across processes and machines."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from harness.cli import main
+from harness.scenarios import RunOptions, load_scenarios
+from harness.scenarios.library import select_cells
+from harness.scenarios.parallel import Shard, batches
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LIBRARY = """\
+- name: capital-{n}
+  runtimes: [js, temporal, dbos]
+  stores: [sqlite, memory]
+  script:
+    - text: It is {answer}.
+  agent: {{user_message: "Capital?"}}
+  expect: {{status: completed, outcome_record: {{final_message: It is Paris.}}}}
+"""
+
+
+@pytest.fixture
+def library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Ten scenarios of six cells each; capital-3 fails in every cell."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "library"
+    folder.mkdir()
+    for n in range(10):
+        answer = "Lyon" if n == 3 else "Paris"
+        (folder / f"capital-{n}.yaml").write_text(LIBRARY.format(n=n, answer=answer))
+    return folder
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, ["run", *map(str, args)])
+
+
+def cells_of(report: Path) -> list[dict[str, Any]]:
+    cells: list[dict[str, Any]] = json.loads(report.read_text())["cells"]
+    for cell in cells:
+        cell.pop("duration_seconds")
+        cell.pop("run_id")  # a failing run's id is random, and the report names it
+        cell.pop("kept_in")  # each worker keeps its runs in its own file
+        cell["failure_lines"] = [
+            re.sub(r"store \(.*\) as run_id '[^']*'", "store", line)
+            for line in cell["failure_lines"]
+        ]
+    return cells
+
+
+def test_workers_give_the_serial_results_in_the_serial_order(library: Path) -> None:
+    serial = run(library, "--json", "serial.json", "--junit-xml", "serial.xml")
+    parallel = run(library, "-n", "2", "--json", "parallel.json", "--junit-xml", "parallel.xml")
+    assert serial.exit_code == parallel.exit_code == 1
+    assert cells_of(Path("parallel.json")) == cells_of(Path("serial.json"))
+    mismatch_lines = [
+        [line for line in result.output.splitlines() if "expect." in line]
+        for result in (serial, parallel)
+    ]
+    assert mismatch_lines[0] == mismatch_lines[1]
+    assert len(mismatch_lines[0]) == 6
+    kept = [line for line in parallel.output.splitlines() if "its run is kept" in line]
+    assert len(kept) == 3, "sqlite cells keep their run; memory cells have none to keep"
+    assert all(re.search(r"sqlite store \(\.harness/runs-w[01]\.sqlite3\)", line) for line in kept)
+    assert parallel.output.splitlines()[-1] == "54 passed, 6 failed"
+    names = sorted(path.name for path in Path(".harness").glob("runs-w*.sqlite3"))
+    assert names == ["runs-w0.sqlite3", "runs-w1.sqlite3"], "each worker its own SQLite file"
+    cases = ElementTree.parse("parallel.xml").getroot().iter("testcase")
+    assert len(list(cases)) == 60
+
+
+def test_workers_run_a_target_too(library: Path) -> None:
+    result = run(library, "-n", "2", "--target", "harness.targets.reference:run")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == "54 passed, 6 failed"
+
+
+def test_batches_keep_each_scenarios_cells_together(library: Path) -> None:
+    cells = select_cells(load_scenarios([library]), RunOptions())
+    grouped = batches(cells, workers=2)
+    assert sorted(index for batch in grouped for index in batch) == list(range(len(cells)))
+    for batch in grouped:
+        scenarios = [cells[index].loaded.scenario.name for index in batch]
+        assert scenarios == sorted(scenarios, key=scenarios.index), "scenarios are not split"
+    holders = {
+        cells[index].loaded.scenario.name: number
+        for number, batch in enumerate(grouped)
+        for index in batch
+    }
+    assert len(holders) == 10
+
+
+def test_shards_split_the_cells_by_scenario_stably(library: Path) -> None:
+    cells = select_cells(load_scenarios([library]), RunOptions())
+    shards = [[cell.id for cell in cells if Shard(k, 3).holds(cell)] for k in (1, 2, 3)]
+    assert sorted(cell for shard in shards for cell in shard) == sorted(cell.id for cell in cells)
+    assert all(shards), "ten scenarios over three shards leave none empty here"
+    (library / "capital-new.yaml").write_text(LIBRARY.format(n="new", answer="Paris"))
+    grown = select_cells(load_scenarios([library]), RunOptions())
+    for k, before in enumerate(shards, start=1):
+        after = [cell.id for cell in grown if Shard(k, 3).holds(cell)]
+        assert set(before) <= set(after), "adding a scenario moves no other"
+
+
+def test_shard_reports_merge_into_the_whole_runs_report(library: Path) -> None:
+    whole = run(library, "--json", "whole.json")
+    for k in (1, 2, 3):
+        run(library, "--shard", f"{k}/3", "--json", f"shard{k}.json")
+    merged = CliRunner().invoke(
+        main,
+        [
+            "report",
+            "merge",
+            "shard1.json",
+            "shard2.json",
+            "shard3.json",
+            "--json",
+            "all.json",
+            "--junit-xml",
+            "all.xml",
+        ],
+    )
+    assert whole.exit_code == merged.exit_code == 1
+    assert "3 report(s), 60 cells: 54 passed, 6 failed, 0 skipped" in merged.output
+    key = lambda cell: cell["id"]  # noqa: E731
+    assert sorted(cells_of(Path("all.json")), key=key) == sorted(
+        cells_of(Path("whole.json")), key=key
+    )
+    suite = ElementTree.parse("all.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("60", "6")
+    again = CliRunner().invoke(main, ["report", "merge", "shard1.json", "shard1.json"])
+    assert again.exit_code == 2
+    assert "is also in shard1.json; merge each shard's report once" in again.output
+
+
+def test_last_failed_reruns_only_the_failures(library: Path) -> None:
+    assert run(library).exit_code == 1
+    again = run(library, "--last-failed")
+    assert again.exit_code == 1
+    assert again.output.splitlines()[-1] == "0 passed, 6 failed"
+    (library / "capital-3.yaml").write_text(LIBRARY.format(n=3, answer="Paris"))
+    fixed = run(library, "--last-failed")
+    assert fixed.output.splitlines()[-1] == "6 passed, 0 failed"
+    everything = run(library, "--last-failed")
+    assert everything.output.splitlines()[-1] == "60 passed, 0 failed", "none failed: run all"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["-n", "two"], "-n 'two': expected a number of workers (0 runs in this process) or auto"),
+        (["--shard", "4/3"], "--shard '4/3': expected K/N with 1 <= K <= N, such as --shard 2/4"),
+        (["--shard", "1-3"], "--shard '1-3': expected K/N"),
+    ],
+)
+def test_bad_split_options_exit_2_before_anything_runs(
+    library: Path, options: list[str], message: str
+) -> None:
+    result = run(library, *options)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_last_failed_without_a_previous_run_says_so(library: Path) -> None:
+    shutil.rmtree(".harness", ignore_errors=True)
+    result = run(library, "--last-failed")
+    assert result.exit_code == 2
+    assert "--last-failed: no previous run in" in result.output
