@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,7 +18,7 @@ from rich.table import Table
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from harness.scenarios.run import Cell, RunOptions
+    from harness.scenarios.run import Cell, CellResult, RunOptions
     from harness.scenarios.targets import TargetSpec
 
 _T = TypeVar("_T")
@@ -50,6 +51,8 @@ def main() -> None:
     """Pin down how LLM agents finish: scenarios, cassettes, reference modules."""
 
 
+PROGRESS_INTERVAL = 0.1
+"""Seconds between two redraws of `harness run`'s progress bar."""
 RUNTIMES = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
 STORES = ("memory", "sqlite", "postgres", "redis")
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -161,7 +164,6 @@ def run(
         write_json,
         write_junit,
     )
-    from harness.scenarios.run import CellResult
     from harness.scenarios.select import compile_keyword
     from harness.stores.timeouts import StoreTimeouts
     from harness.stores.urls import check_store_url
@@ -209,10 +211,14 @@ def run(
         Progress(console=console, transient=True, auto_refresh=False) as progress,
     ):
         task = progress.add_task("scenarios", total=len(cells))
+        shown = [0.0]
 
         def advance(result: CellResult) -> None:
             progress.advance(task)
-            progress.refresh()
+            now = time.monotonic()
+            if now - shown[0] >= PROGRESS_INTERVAL:  # drawing it costs more than a cell
+                shown[0] = now
+                progress.refresh()
 
         try:
             if workers:
@@ -240,24 +246,7 @@ def run(
             interrupted = True
     with contextlib.suppress(OSError):  # `--last-failed` reads it; a read-only folder skips it
         write_json(results, options.workdir / LAST_RUN)
-    table = Table(title="harness run")
-    for column in ("scenario", "runtime", "store", "result", "time"):
-        table.add_column(column)
-    for result in results:
-        verdict = (
-            "pass"
-            if result.passed
-            else "[yellow]skip[/yellow]"
-            if result.skipped
-            else ("[red]ERROR[/red]" if result.error else "[red]FAIL[/red]")
-        )
-        table.add_row(
-            escape(result.cell.loaded.scenario.name),
-            result.cell.runtime,
-            result.cell.store,
-            verdict,
-            f"{result.duration * 1000:.0f} ms",
-        )
+    table = _summary_table(results, escape)
     console.print(table)
     for result in results:
         for line in failure_lines(result):
@@ -811,6 +800,59 @@ def stores_check(url: str) -> None:
 def _wide_console() -> Console:
     """A console at least 120 columns wide, so contract tables stay readable in a pipe."""
     return Console(width=max(Console().width, 120))
+
+
+FULL_TABLE_CELLS = 50
+"""Up to this many cells the summary lists every cell; above, one row per scenario file (every
+failure is still printed in full below it)."""
+
+
+def _summary_table(results: Sequence[CellResult], escape: Callable[[str], str]) -> Table:
+    if len(results) > FULL_TABLE_CELLS:
+        return _files_table(results, escape)
+    table = Table(title="harness run")
+    for column in ("scenario", "runtime", "store", "result", "time"):
+        table.add_column(column)
+    for result in results:
+        verdict = (
+            "pass"
+            if result.passed
+            else "[yellow]skip[/yellow]"
+            if result.skipped
+            else ("[red]ERROR[/red]" if result.error else "[red]FAIL[/red]")
+        )
+        table.add_row(
+            escape(result.cell.loaded.scenario.name),
+            result.cell.runtime,
+            result.cell.store,
+            verdict,
+            f"{result.duration * 1000:.0f} ms",
+        )
+    return table
+
+
+def _files_table(results: Sequence[CellResult], escape: Callable[[str], str]) -> Table:
+    """One row per scenario file: its cells, how many passed, failed and were skipped, its time."""
+    rows: dict[str, list[float]] = {}
+    for result in results:
+        row = rows.setdefault(str(result.cell.loaded.path), [0, 0, 0, 0, 0.0])
+        row[0] += 1
+        row[1 if result.passed else 3 if result.skipped else 2] += 1
+        row[4] += result.duration
+    table = Table(title=f"harness run: {len(results):,} cells")
+    table.add_column("file", overflow="fold")
+    for column in ("cells", "passed", "failed", "skipped", "time"):
+        table.add_column(column, justify="right")
+    for path, (cells, passed, failed, skipped, seconds) in rows.items():
+        table.add_row(
+            escape(path),
+            f"{cells:.0f}",
+            f"{passed:.0f}",
+            f"[red]{failed:.0f}[/red]" if failed else "0",
+            f"{skipped:.0f}",
+            f"{seconds:.2f} s",
+        )
+    return table
 
 
 def _narrowed(
