@@ -179,3 +179,27 @@ def test_last_failed_without_a_previous_run_says_so(library: Path) -> None:
     result = run(library, "--last-failed")
     assert result.exit_code == 2
     assert "--last-failed: no previous run in" in result.output
+
+
+def test_the_ci_example_uses_real_options() -> None:
+    """Every `harness ...` command of the documented GitHub Actions example parses."""
+    import shlex
+
+    import click
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions-shards.yml").read_text())
+    commands = [
+        step["run"].replace("${{ matrix.shard }}", "1")
+        for job in workflow["jobs"].values()
+        for step in job["steps"]
+        if step.get("run", "").startswith("harness ")
+    ]
+    assert len(commands) == 2
+    for command in commands:
+        arguments = shlex.split(command)[1:]
+        group = main
+        while isinstance(group, click.Group):
+            name, arguments = arguments[0], arguments[1:]
+            group = group.commands[name]
+        group.make_context(name, arguments)  # unknown options raise click.UsageError
