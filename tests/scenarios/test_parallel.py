@@ -198,8 +198,9 @@ def test_the_ci_example_uses_real_options() -> None:
     assert len(commands) == 2
     for command in commands:
         arguments = shlex.split(command)[1:]
-        group = main
-        while isinstance(group, click.Group):
+        command_: click.Command = main
+        name = "harness"
+        while isinstance(command_, click.Group):
             name, arguments = arguments[0], arguments[1:]
-            group = group.commands[name]
-        group.make_context(name, arguments)  # unknown options raise click.UsageError
+            command_ = command_.commands[name]
+        command_.make_context(name, arguments)  # unknown options raise click.UsageError
