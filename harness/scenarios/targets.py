@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
@@ -46,8 +46,6 @@ from harness.scenarios.expect import (
 )
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
-from harness.serve import ReplayServer
-from harness.serve.app import Session
 from harness.targets import REFERENCE_TARGET
 from harness.targets.base import (
     DEFAULT_CELL_TIMEOUT,
@@ -68,6 +66,10 @@ from harness.targets.protocol import (
     TargetHello,
 )
 from harness.workflow import run_workflow
+
+if TYPE_CHECKING:
+    from harness.serve import ReplayServer
+    from harness.serve.app import Session
 
 HELLO_TIMEOUT: Final = 60.0
 """Seconds a target may take to start and answer hello (a cold start may import a lot)."""
@@ -290,6 +292,8 @@ class _ReportedError(Exception):
 @contextmanager
 def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
     """Connect the target (and the reference), start the replay server; close all at the end."""
+    from harness.serve import ReplayServer  # Starlette and uvicorn load only for a target run
+
     with ReplayServer() as server:
         under_test = _Connected(spec.open())
         reference = _Connected(CallableTarget(REFERENCE_TARGET)) if spec.compare_reference else None
