@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: run test services lint typecheck unit thorough fuzz bench clean
+.PHONY: run test services lint typecheck docs unit thorough fuzz bench clean
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,17 @@ run: $(STAMP)
 	$(BIN)/harness run scenarios
 
 lint: $(STAMP)
-	$(BIN)/ruff check harness tests benchmarks examples
-	$(BIN)/ruff format --check harness tests benchmarks examples
+	$(BIN)/ruff check harness tests benchmarks examples docs/hooks
+	$(BIN)/ruff format --check harness tests benchmarks examples docs/hooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The documentation site, into site/: --strict turns every warning (a broken link or anchor, a page
+# outside the nav) into an error; not with --quiet, which hides the warnings it counts. The
+# examples on its pages run in the test suite (tests/docs/).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 unit: $(STAMP)
 	$(BIN)/pytest -n 2 --cov --cov-report=term
@@ -36,7 +42,7 @@ services:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server postgresql >/dev/null; \
 	fi
 
-test: services lint typecheck unit
+test: services lint typecheck docs unit
 
 thorough: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n 2
@@ -53,4 +59,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.target_overhead
 
 clean:
-	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

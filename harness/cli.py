@@ -148,7 +148,8 @@ def run(
     """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails.
 
     With --target or --target-cmd the cells run on your own implementation (see "Testing your
-    own runtime" in the README); the harness checks what it answers and the requests it sent."""
+    own runtime" in the documentation); the harness checks what it answers and the requests it
+    sent."""
     from rich.markup import escape
     from rich.progress import Progress
 

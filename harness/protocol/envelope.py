@@ -48,7 +48,7 @@ class ArtifactRef(CamelWireModel):
 
 
 class AgentOutputEnvelope(CamelWireModel):
-    """Every output `xema/agent@v1` declares, with the shapes the seed documents."""
+    """Every output the `xema/agent@v1` action declares, shaped as its envelope document says."""
 
     allocation_id: str
     outcome: EnvelopeOutcome

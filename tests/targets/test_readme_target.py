@@ -1,4 +1,4 @@
-"""The README's 30-line Python target is the file CI runs, it passes the completion scenarios, and
+"""The docs' 30-line Python target is the file CI runs, it passes the completion scenarios, and
 the library catches its one-line mutant (`isBlank` as Python's `str.strip`)."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ def run_completion_scenarios(target: Path, monkeypatch: pytest.MonkeyPatch) -> l
         return [runner.run_cell(cell, RunOptions()) for cell in cells]
 
 
-def test_the_readme_shows_the_example_file_verbatim() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### A 30-line Python target", 1)[1]
-    (block,) = re.findall(r"```python\n(.*?)```", section.split("### Example targets", 1)[0], re.S)
+def test_the_docs_show_the_example_file_verbatim() -> None:
+    page = (ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
+    section = page.split("## A 30-line Python target", 1)[1]
+    (block,) = re.findall(r"```python\n(.*?)```", section.split("## Example targets", 1)[0], re.S)
     assert block == EXAMPLE.read_text(encoding="utf-8")
 
 
