@@ -309,6 +309,15 @@ def test_harness_run_html_writes_the_report(scenarios: Path, tmp_path: Path) -> 
     assert len(failing.all("table", "diff")) == 2
 
 
+def test_with_workers_every_cell_keeps_its_timeline(scenarios: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["run", str(scenarios), "-n", "2", "--html", str(report)])
+    assert result.exit_code == 1, result.output
+    cells = Element.parse(report.read_text(encoding="utf-8")).all("details", "cell")
+    assert len(cells) == CELLS
+    assert all(cell.all("div", "timeline") for cell in cells)
+
+
 def test_a_plain_run_keeps_no_detail(scenarios: Path) -> None:
     options = RunOptions()
     results = [run_cell(cell, options) for cell in expand(load_file(scenarios), options)]
