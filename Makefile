@@ -33,13 +33,18 @@ docs: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -n 2 --cov --cov-report=term
 
-# The store tests start real PostgreSQL and Redis servers from their binaries; install them
-# once (Debian packages) when they are missing.
+# The store tests start real PostgreSQL and Redis servers from their binaries, and the HTML
+# report's browser test drives headless Chromium; install them once (Debian packages) when they
+# are missing.
 services:
-	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; then \
+	@MISSING=""; \
+	command -v redis-server >/dev/null 2>&1 || MISSING="$$MISSING redis-server"; \
+	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || MISSING="$$MISSING postgresql"; \
+	command -v chromium >/dev/null 2>&1 || MISSING="$$MISSING chromium"; \
+	if [ -n "$$MISSING" ]; then \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
-		echo "installing redis-server and postgresql (Debian packages)"; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server postgresql >/dev/null; \
+		echo "installing$$MISSING (Debian packages)"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$MISSING >/dev/null; \
 	fi
 
 test: services lint typecheck docs unit

@@ -83,6 +83,12 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
     help="Write a JSON report.",
 )
 @click.option(
+    "--html",
+    "html_path",
+    type=_Path(path_type=Path, dir_okay=False),
+    help="Write a self-contained HTML report: every cell's calls, diffs and records.",
+)
+@click.option(
     "--strict-cassettes", is_flag=True, help="Unplayed cassette interactions fail the cell."
 )
 @click.option(
@@ -136,6 +142,7 @@ def run(
     keyword: str,
     junit_xml: Path | None,
     json_path: Path | None,
+    html_path: Path | None,
     strict_cassettes: bool,
     target: str | None,
     target_cmd: str | None,
@@ -176,6 +183,7 @@ def run(
         stores=stores,
         store_url=store_url,
         strict_cassettes=strict_cassettes,
+        collect_detail=html_path is not None,
     )
     try:
         compile_keyword(keyword)  # a bad -k expression exits 2 before anything loads
@@ -185,7 +193,7 @@ def run(
         if store_url:
             check_store_url(store_url)
         StoreTimeouts.from_environment()
-        check_report_paths({"--junit-xml": junit_xml, "--json": json_path})
+        check_report_paths({"--junit-xml": junit_xml, "--json": json_path, "--html": html_path})
         loaded = load_scenarios(list(paths) or [Path("scenarios")])
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
@@ -272,6 +280,10 @@ def run(
             write_junit(results, junit_xml)
         if json_path is not None:
             write_json(results, json_path)
+        if html_path is not None:
+            from harness.scenarios.html import cell_view, write_html
+
+            write_html([cell_view(result) for result in results], html_path)
     except OSError as error:
         click.echo(f"error: cannot write a report ({error.strerror or error})", err=True)
         sys.exit(EXIT_INVALID)

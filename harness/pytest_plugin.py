@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args, overload
@@ -146,6 +146,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="URL",
         help="URL of the SQLite, PostgreSQL or Redis store the scenario cells use.",
     )
+    group.addoption(
+        "--harness-html",
+        default=None,
+        metavar="PATH",
+        help="Write a self-contained HTML report of the scenario cells: every cell's calls, "
+        "diffs and records.",
+    )
     parser.addini(
         "harness_scenarios",
         type="linelist",
@@ -168,6 +175,24 @@ def pytest_configure(config: pytest.Config) -> None:
         (config.rootpath / entry).resolve() for entry in config.getini("harness_scenarios")
     )
     config.stash[_REGISTERED_TAGS] = set()
+    _html_report(config)
+
+
+def _html_report(config: pytest.Config) -> None:
+    """`--harness-html`: check the path before anything runs, and on the controller (or a run
+    without xdist) register the report that gathers the cells and writes it at the end."""
+    path = config.getoption("harness_html")
+    if path is None or hasattr(config, "workerinput"):
+        return
+    from harness.scenarios.html import PytestHtmlReport
+    from harness.scenarios.report import ReportPathError, check_report_paths
+
+    html = Path(path)
+    try:
+        check_report_paths({"--harness-html": html})
+    except ReportPathError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.pluginmanager.register(PytestHtmlReport(html), "harness-html-report")
 
 
 def _check_options(config: pytest.Config) -> None:
@@ -229,6 +254,7 @@ def _run_options(config: pytest.Config) -> RunOptions:
             stores=tuple(config.getoption("harness_store")),
             store_url=config.getoption("harness_store_url"),
             workdir=config.rootpath,
+            collect_detail=config.getoption("harness_html") is not None,
         )
         config.stash[_RUN_OPTIONS] = options
     return options
@@ -346,6 +372,8 @@ class ScenarioItem(pytest.Item):
     def __init__(self, *, cell: Cell, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cell = cell
+        self.html_view: str | None = None
+        """With `--harness-html`: the cell as the report shows it, as JSON."""
 
     def runtest(self) -> None:
         from harness.errors import ScenarioCellFailed
@@ -356,6 +384,10 @@ class ScenarioItem(pytest.Item):
         result = (
             run_cell(self.cell, options) if runner is None else runner.run_cell(self.cell, options)
         )
+        if options.collect_detail:
+            from harness.scenarios.html import cell_view
+
+            self.html_view = cell_view(result).model_dump_json()
         if result.skipped is not None:
             pytest.skip(result.skipped)
         if not result.passed:
@@ -374,6 +406,20 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.cell.loaded.line - 1, self.cell.id
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Carry a scenario cell's HTML view on its call report, which pytest-xdist sends from the
+    worker to the controller, where the `--harness-html` report gathers it."""
+    report = yield
+    if call.when == "call" and isinstance(item, ScenarioItem) and item.html_view is not None:
+        from harness.scenarios.html import REPORT_ATTRIBUTE
+
+        setattr(report, REPORT_ATTRIBUTE, item.html_view)
+    return report
 
 
 # -- fixtures for Python tests ----------------------------------------------------------------------

@@ -49,7 +49,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_holds_the_package_and_its_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"harness/__init__.py", "harness/py.typed", "harness/cli.py"} <= names
+    assert {
+        "harness/__init__.py",
+        "harness/py.typed",
+        "harness/cli.py",
+        "harness/scenarios/templates/report.html.j2",
+    } <= names
     assert any(name.endswith("entry_points.txt") for name in names)
     assert not any(name.startswith(("tests/", "docs/", "scenarios/")) for name in names)
 
@@ -65,6 +70,7 @@ def test_the_installed_wheel_runs_the_readme_scenario(wheel: Path, tmp_path: Pat
 
     (scenario,) = [f for f in fences(ROOT / "README.md") if f.language == "yaml"]
     (tmp_path / "capital.yaml").write_text(scenario.source, encoding="utf-8")
-    ran = _run(venv / "bin" / "harness", "run", "capital.yaml", cwd=tmp_path)
+    ran = _run(venv / "bin" / "harness", "run", "capital.yaml", "--html", "r.html", cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 passed, 0 failed" in ran.stdout
+    assert "capital" in (tmp_path / "r.html").read_text(encoding="utf-8")

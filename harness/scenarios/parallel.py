@@ -171,6 +171,7 @@ def _light(result: CellResult) -> CellResult:
         skipped_expectations=result.skipped_expectations,
         stderr=result.stderr,
         differences=result.differences,
+        detail=result.detail,
     )
 
 

@@ -17,7 +17,8 @@ from harness.scenarios.run import CellResult
 
 
 class ReportPathError(HarnessError, ValueError):
-    """A report file (`--json`, `--junit-xml`) cannot be written where it was asked for."""
+    """A report file (`--json`, `--junit-xml`, `--html`) cannot be written where it was asked
+    for."""
 
     code = "report_path_invalid"
 

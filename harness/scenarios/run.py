@@ -23,6 +23,7 @@ from harness.modules.models_acl import LlmDetails
 from harness.runtimes.base import Fault, RuntimeOptions
 from harness.runtimes.run import run_agent
 from harness.scenarios import build
+from harness.scenarios.detail import CellDetail, agent_detail
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
 from harness.scenarios.format import Expect
 from harness.scenarios.load import LoadedScenario
@@ -57,6 +58,9 @@ class RunOptions:
     strict_cassettes: bool = False
     workdir: Path = field(default_factory=Path.cwd)
     model: str | None = None
+    collect_detail: bool = False
+    """Keep each agent cell's calls, chunks and records in `CellResult.detail` (for the HTML
+    report); off, a run keeps only what it checks."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class CellResult:
     differences: list[str] = field(default_factory=list)
     """With `--compare-reference`: how the target's answer and traffic differ from the
     reference's, one structural difference per line."""
+    detail: CellDetail | None = None
+    """With `RunOptions.collect_detail`: what an agent cell's run did, call by call."""
 
     @property
     def passed(self) -> bool:
@@ -339,6 +345,8 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
         )
         stored = store.load(run_id)
         transport.close()
+        if options.collect_detail:
+            outcome.detail = agent_detail(result, stored.forced_completion if stored else None)
         mismatches = check_agent(
             scenario.expect, result, stored.forced_completion if stored else None
         )

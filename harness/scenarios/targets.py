@@ -37,6 +37,7 @@ from harness.llm.adapters import adapter_for
 from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import ScriptTransport
 from harness.scenarios import build
+from harness.scenarios.detail import CellDetail, target_detail
 from harness.scenarios.expect import (
     AgentObservation,
     ObservedRequest,
@@ -163,6 +164,8 @@ class TargetRunner:
                 f"{cell.loaded.scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
             )
             observed = self._observe(self.under_test, cell, options, result, run_id)
+            if options.collect_detail and observed is not None:
+                result.detail = observed.detail()
             if observed is not None and self.reference is not None:
                 reference = self._observe(self.reference, cell, options, CellResult(cell), run_id)
                 if reference is not None:
@@ -278,6 +281,12 @@ class _Observed:
     @property
     def answer(self) -> dict[str, Any]:
         return self.reply.model_dump(mode="json")
+
+    def detail(self) -> CellDetail | None:
+        """An agent cell's detail for the HTML report (a module cell has none)."""
+        if not isinstance(self.reply, AgentResult):
+            return None
+        return target_detail(self.reply, self.requests)
 
 
 class _ReportedError(Exception):
