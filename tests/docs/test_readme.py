@@ -52,6 +52,9 @@ def test_the_failing_cell_output_is_what_harness_run_prints(
     scenario = _first("yaml", page).source
     assert scenario.count("max_completion_retries: 1") == 1
     monkeypatch.chdir(tmp_path)
+    # as a user runs it: not as a worker with its own SQLite file (pytest-xdist, harness run -n)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("HARNESS_WORKER", raising=False)
     Path("capital.yaml").write_text(scenario.replace("retries: 1", "retries: 0"), encoding="utf-8")
     result = CliRunner().invoke(main, ["run", "capital.yaml"])
     assert result.exit_code == 1, result.output
