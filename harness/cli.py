@@ -37,6 +37,49 @@ class _Path(click.Path[Path]):
         return super().convert(value, param, ctx)
 
 
+class _Choice(click.Choice[str]):
+    """`click.Choice` over an enumeration the harness defines elsewhere, read on first use, so
+    that the command line repeats no list of names and `harness --help` imports none of the
+    packages that own them."""
+
+    def __init__(self, load: Callable[[], tuple[str, ...]]) -> None:
+        # click's own __init__ would store the choices now; they are read on first use instead
+        self._load = load
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self._load()
+
+    @choices.setter
+    def choices(self, value: tuple[str, ...]) -> None:
+        self._load = lambda: value
+
+
+def _runtimes() -> tuple[str, ...]:
+    from harness.runtimes.base import RUNTIME_NAMES
+
+    return RUNTIME_NAMES
+
+
+def _stores() -> tuple[str, ...]:
+    from harness.stores.base import STORE_KINDS
+
+    return STORE_KINDS
+
+
+def _record_modes() -> tuple[str, ...]:
+    from harness.cassettes import RecordMode
+
+    return tuple(mode.value for mode in RecordMode)
+
+
+def _providers() -> tuple[str, ...]:
+    from harness.llm.capabilities import PROVIDERS
+
+    return PROVIDERS
+
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -49,25 +92,18 @@ def main() -> None:
     """Pin down how LLM agents finish: scenarios, cassettes, reference modules."""
 
 
-RUNTIMES = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
-STORES = ("memory", "sqlite", "postgres", "redis")
-RECORD_MODES = ("none", "once", "new_episodes", "all")
-
-
 @main.command()
 @click.argument("paths", nargs=-1, type=_Path(path_type=Path))
 @click.option(
     "--runtime",
     "runtimes",
     multiple=True,
-    type=click.Choice(RUNTIMES),
+    type=_Choice(_runtimes),
     help="Only these runtime profiles.",
 )
-@click.option(
-    "--store", "stores", multiple=True, type=click.Choice(STORES), help="Only these stores."
-)
+@click.option("--store", "stores", multiple=True, type=_Choice(_stores), help="Only these stores.")
 @click.option("--store-url", help="URL of the PostgreSQL, Redis or SQLite store to use.")
-@click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option("--record-mode", type=_Choice(_record_modes), default="none", show_default=True)
 @click.option("-k", "keyword", default="", help="Select cells: words, and, or, not, ( ).")
 @click.option(
     "--junit-xml", type=_Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
@@ -242,7 +278,7 @@ def run(
 
 @main.command()
 @click.argument("paths", nargs=-1, type=_Path(path_type=Path))
-@click.option("--provider", required=True, type=click.Choice(("openai", "anthropic")))
+@click.option("--provider", required=True, type=_Choice(_providers))
 @click.option("--model", help="Record with this model instead of the scenarios' own.")
 def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     """Re-record the cassettes of PATHS' scenarios against the live PROVIDER."""
@@ -287,7 +323,7 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     show_default=True,
     help="Folder of the cassettes served under /c/<name>/...",
 )
-@click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option("--record-mode", type=_Choice(_record_modes), default="none", show_default=True)
 @click.option(
     "--allow-repeats",
     is_flag=True,

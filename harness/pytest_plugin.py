@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
 
 import pytest
 
@@ -188,13 +188,14 @@ def _check_options(config: pytest.Config) -> None:
     stores: list[str] = config.getoption("harness_store")
     if not runtimes and not stores:
         return
-    from harness.scenarios.format import RuntimeName, StoreName
+    from harness.runtimes.base import RUNTIME_NAMES
+    from harness.stores.base import STORE_KINDS
 
-    for option, given, literal in (
-        ("--harness-runtime", runtimes, RuntimeName),
-        ("--harness-store", stores, StoreName),
+    allowed: tuple[str, ...]
+    for option, given, allowed in (
+        ("--harness-runtime", runtimes, RUNTIME_NAMES),
+        ("--harness-store", stores, STORE_KINDS),
     ):
-        allowed: tuple[str, ...] = get_args(literal)
         for value in given:
             if value not in allowed:
                 raise pytest.UsageError(

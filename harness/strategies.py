@@ -38,10 +38,12 @@ from harness.agent.definition import (
 )
 from harness.agent.output import output_validator
 from harness.errors import IllegalArgumentException
+from harness.llm.capabilities import ALL_EFFORTS, PROVIDERS, Provider
 from harness.llm.gateway import GatewayConfig, LlmGateway
-from harness.llm.models import Reasoning, ReasoningDisabled, ReasoningEffort
+from harness.llm.models import Effort, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.completion import INPUT_FINAL_ANSWER, MAX_ANSWER_UTF16_UNITS
+from harness.runtimes.base import RUNTIME_NAMES
 from harness.scenarios.format import (
     AgentSpec,
     MemorySpec,
@@ -72,12 +74,10 @@ __all__ = [
     "valid_outputs",
 ]
 
-ProviderName = Literal["openai", "anthropic"]
-
-PROVIDERS: Final[tuple[ProviderName, ...]] = ("openai", "anthropic")
-"""The providers a scripted reply can be rendered as."""
-RUNTIMES: Final = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
-"""The five runtime profiles `run_agent` accepts."""
+ProviderName = Provider
+"""The providers a scripted reply can be rendered as (`harness.llm.capabilities.Provider`)."""
+RUNTIMES: Final = RUNTIME_NAMES
+"""The runtime profiles `run_agent` accepts."""
 MODELS: Final[dict[ProviderName, tuple[str, ...]]] = {
     "openai": ("gpt-4o-mini", "gpt-4.1"),
     "anthropic": ("claude-sonnet-4-5",),
@@ -421,7 +421,7 @@ def _reasonings() -> st.SearchStrategy[Reasoning | None]:
     return st.one_of(
         st.none(),
         st.just(ReasoningDisabled()),
-        st.builds(ReasoningEffort, effort=st.sampled_from(["minimal", "low", "medium", "high"])),
+        st.builds(ReasoningEffort, effort=st.sampled_from(ALL_EFFORTS)),
     )
 
 
@@ -730,7 +730,7 @@ def _tool_spec(tool: AgentTool) -> ToolSpec:
 
 
 def _agent_spec(agent: AgentDefinition) -> AgentSpec:
-    reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
+    reasoning: Literal[Effort, "disabled"] | None = None
     if isinstance(agent.reasoning, ReasoningEffort):
         reasoning = agent.reasoning.effort
     elif isinstance(agent.reasoning, ReasoningDisabled):

@@ -7,7 +7,7 @@ yet made), the answers so far, the chunk stream and every request sent.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal, get_args
 
 from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt
 
@@ -18,22 +18,18 @@ from harness.protocol.forced import ForcedCompletionState, ForcedTrigger
 
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
 RunPhase = Literal["work", "forced", "finishing", "finished"]
-PersistencePoint = Literal[
+CancelPoint = Literal[
     "run_started",
     "work_step_persisted",
     "forced_entered",
     "forced_attempt_persisted",
     "forced_attempt_finished",
-    "run_finished",
 ]
-PERSISTENCE_POINTS: tuple[PersistencePoint, ...] = (
-    "run_started",
-    "work_step_persisted",
-    "forced_entered",
-    "forced_attempt_persisted",
-    "forced_attempt_finished",
-    "run_finished",
-)
+"""Every persistence point a run can be cancelled after: all but `run_finished`, after which the
+run is over and nothing is left to cancel."""
+PersistencePoint = Literal[CancelPoint, "run_finished"]
+"""Where a runtime saves the run state, in the order a run first reaches them."""
+PERSISTENCE_POINTS: Final[tuple[PersistencePoint, ...]] = get_args(PersistencePoint)
 
 
 class SentRequest(WireModel):

@@ -68,9 +68,9 @@ from harness.llm.adapters import (
     stream_pieces,
     wire_system,
 )
-from harness.llm.capabilities import Effort
 from harness.llm.models import (
     AssistantMessage,
+    Effort,
     LlmRequest,
     LlmResponse,
     LlmToolCall,

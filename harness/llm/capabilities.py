@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from harness.errors import IllegalArgumentException, ToolChoiceUnsupported
-from harness.llm.models import LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
+from harness.llm.models import Effort, LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
 
 Provider = Literal["openai", "anthropic"]
-PROVIDERS: Final[tuple[Provider, ...]] = ("openai", "anthropic")
-Effort = Literal["minimal", "low", "medium", "high"]
-ALL_EFFORTS: Final[tuple[Effort, ...]] = ("minimal", "low", "medium", "high")
+"""The providers whose wire formats the harness speaks (OpenAI Chat Completions, Anthropic
+Messages)."""
+PROVIDERS: Final[tuple[Provider, ...]] = get_args(Provider)
+ALL_EFFORTS: Final[tuple[Effort, ...]] = get_args(Effort)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, get_args
 
 from pydantic import JsonValue
 
@@ -55,6 +55,7 @@ from harness.llm.adapters import (
 from harness.llm.capabilities import capabilities_for
 from harness.llm.models import (
     AssistantMessage,
+    Effort,
     LlmRequest,
     LlmResponse,
     LlmToolCall,
@@ -206,7 +207,7 @@ _TOOL_CHOICES: Final[Mapping[str, ToolChoice]] = {
     "none": "none",
     "required": "required",
 }
-_EFFORTS: Final = ("none", "minimal", "low", "medium", "high")
+_EFFORTS: Final = ("none", *get_args(Effort))  # "none" turns reasoning off
 _FORMATS: Final = ("text", "json_object", "json_schema")
 
 

@@ -26,24 +26,16 @@ from pydantic import (
 )
 
 from harness.agent.output import output_validator
+from harness.agent.state import CancelPoint, PersistencePoint
 from harness.cassettes.key import VolatileFieldError, split_pointer
 from harness.errors import IllegalArgumentException
+from harness.llm.capabilities import Provider
+from harness.llm.models import Effort
 from harness.llm.script import ScriptedReply
-from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, check_cancel
+from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, RuntimeName, check_cancel
+from harness.stores.base import StoreKind
 from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION
 from harness.workflow import Workflow
-
-RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
-StoreName = Literal["memory", "sqlite", "postgres", "redis"]
-ProviderName = Literal["openai", "anthropic"]
-CrashPoint = Literal[
-    "run_started",
-    "work_step_persisted",
-    "forced_entered",
-    "forced_attempt_persisted",
-    "forced_attempt_finished",
-    "run_finished",
-]
 
 
 class ScenarioModel(BaseModel):
@@ -120,7 +112,7 @@ class AgentSpec(ScenarioModel):
     )
     max_tokens: PositiveInt | None = None
     temperature: float | None = None
-    reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
+    reasoning: Literal[Effort, "disabled"] | None = None
     stream: bool = False
     tools: list[ToolSpec] = Field(default_factory=list)
     skills: SkillsSpec | None = None
@@ -144,7 +136,7 @@ class ModelSpec(ScenarioModel):
 
     id: uuid.UUID
     name: str
-    provider: ProviderName = "openai"
+    provider: Provider = "openai"
     model: str = "gpt-4o-mini"
     visible_to: list[str] = Field(default_factory=_everyone)
 
@@ -166,22 +158,11 @@ class ToolPolicySpec(ScenarioModel):
 
 
 class FaultSpec(ScenarioModel):
-    crash_after: CrashPoint
+    crash_after: PersistencePoint
     occurrence: PositiveInt = 1
 
     def plan(self) -> Fault:
         return Fault(self.crash_after, self.occurrence)
-
-
-CancelPoint = Literal[
-    "run_started",
-    "work_step_persisted",
-    "forced_entered",
-    "forced_attempt_persisted",
-    "forced_attempt_finished",
-]
-"""Every persistence point but `run_finished`: after it the run is over and nothing is left to
-cancel."""
 
 
 class CancelSpec(ScenarioModel):
@@ -418,7 +399,7 @@ def _default_runtimes() -> list[RuntimeName]:
     return ["js"]
 
 
-def _default_stores() -> list[StoreName]:
+def _default_stores() -> list[StoreKind]:
     return ["sqlite"]
 
 
@@ -430,9 +411,9 @@ class Scenario(ScenarioModel):
     kind: Literal["agent", "decision", "completion", "store_check"] = "agent"
     tags: list[str] = Field(default_factory=list)
     runtimes: list[RuntimeName] = Field(default_factory=_default_runtimes, min_length=1)
-    stores: list[StoreName] = Field(default_factory=_default_stores, min_length=1)
+    stores: list[StoreKind] = Field(default_factory=_default_stores, min_length=1)
     temporal: TemporalSpec | None = None
-    provider: ProviderName = "openai"
+    provider: Provider = "openai"
     model: str | None = None
     cassette: CassettePath | None = None
     volatile: list[VolatilePointer] = Field(

@@ -33,9 +33,10 @@ from harness.cassettes.key import MAX_BODY_DEPTH, json_nesting_depth, parse_json
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import HTTP_ERRORS, ChunkStream
 from harness.llm.adapters import adapter_for, json_type
+from harness.llm.capabilities import Provider
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
-from harness.serve.routing import ENDPOINTS, Provider, Route, RouteError, cassette_path, route
+from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
 CONTROL_PREFIX: Final = "/_harness"
 DEFAULT_OUTPUT_TOOL: Final = "__finish__"

@@ -20,9 +20,9 @@ import uvicorn
 from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
 from harness.files import write_atomically
+from harness.llm.capabilities import Provider
 from harness.llm.script import ScriptedReply, ScriptTransport
 from harness.serve.app import DEFAULT_OUTPUT_TOOL, ReplayApp, ServeConfig, Session
-from harness.serve.routing import Provider
 
 STARTUP_SECONDS: Final = 30.0
 
