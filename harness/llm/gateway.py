@@ -18,7 +18,6 @@ import httpx
 import httpx2
 from httpx_sse import EventSource
 
-from harness.cassettes.scrub import redact
 from harness.errors import AgentDecisionCallException, HarnessError
 from harness.http_clients import (
     HTTP_ERRORS,
@@ -33,6 +32,7 @@ from harness.http_clients import (
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import PROVIDERS, Provider, check_request
 from harness.llm.models import LlmRequest, LlmResponse
+from harness.scrub import redact
 
 DEFAULT_BASE_URLS: Final[Mapping[Provider, str]] = {
     "openai": "https://api.openai.com",

@@ -36,7 +36,7 @@ from typing import Final, get_args
 from pydantic import JsonValue
 
 from harness.errors import AgentDecisionCallException, HarnessError, ToolChoiceUnsupported
-from harness.llm.adapters import (
+from harness.llm._wire import (
     PayloadReader,
     RequestReader,
     ServerSentEventLike,
@@ -702,7 +702,7 @@ def _refuses_tool_choice(error: dict[str, JsonValue]) -> bool:
 
 
 def finish_reason_for(response: LlmResponse) -> str:
-    """The `finish_reason` a rendered reply carries (see `harness.llm.adapters.stop_word`).
+    """The `finish_reason` a rendered reply carries (see `harness.llm._wire.stop_word`).
 
     `EndTurn` is "stop", `ToolUse` "tool_calls", `LimitReached` "length"; `Other(reason)` keeps
     the reason when it is one of `STOP_KINDS` (such as "content_filter") and is "stop" otherwise.

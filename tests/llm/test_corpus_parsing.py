@@ -20,7 +20,6 @@ import httpx_sse
 import pytest
 import yaml
 
-from harness.cassettes.sse import parse_sse
 from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
 from harness.llm.adapters import ServerSentEventLike, adapter_for
 from harness.llm.models import (
@@ -39,6 +38,7 @@ from harness.llm.models import (
     UserMessage,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, ToolUse
+from harness.sse import parse_sse
 
 Provider = Literal["openai", "anthropic"]
 
