@@ -385,10 +385,10 @@ def schema(context: click.Context) -> None:
     """Print the JSON Schema of scenario files (or, with `records`, write the record schemas)."""
     import json
 
-    from harness.scenarios.format import Scenario
+    from harness.schemas import scenario_schema
 
     if context.invoked_subcommand is None:
-        click.echo(json.dumps(scenario_schema(Scenario), indent=2))
+        click.echo(json.dumps(scenario_schema(), indent=2))
 
 
 @schema.command("target")
@@ -412,6 +412,8 @@ def schema_target() -> None:
 )
 def schema_records(out_dir: Path) -> None:
     """Write the JSON Schema (draft 2020-12) of every public wire record, one file per record."""
+    from harness.schemas import RECORD_SCHEMAS, record_schema_text
+
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name in RECORD_SCHEMAS:
@@ -425,82 +427,6 @@ def schema_records(out_dir: Path) -> None:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         click.echo(f"error: cannot write the schemas into {out_dir}: {reason}", err=True)
         sys.exit(EXIT_INVALID)
-
-
-JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
-
-RECORD_SCHEMAS: dict[str, str] = {
-    "agent-outcome": "The agent-outcome record: the one shape every agent harness emits.",
-    "agent-decision": "The provider-neutral typed decision of the Agent Decision module.",
-    "agent-output-envelope": "Every output xema/agent@v1 declares.",
-    "artifact-ref": "A reference to one version of a stored json_payload artifact.",
-    "stream-chunk": "One chunk of an agent run's stream (a union tagged by kind).",
-    "forced-completion-state": "The persisted state of the forced-completion phase.",
-    "cassette": "A harness-cassette/1 file of recorded LLM traffic.",
-    "scenario": "A harness scenario file: one scenario, or a list of scenarios.",
-}
-"""Record name -> description; `harness schema records` writes `<name>.schema.json` for each."""
-
-
-def record_schema(name: str) -> dict[str, object]:
-    """The JSON Schema (draft 2020-12, `$schema` set) of the public record `name`."""
-    from typing import Any
-
-    from pydantic import TypeAdapter
-
-    from harness.cassettes.cassette import CassetteDocument
-    from harness.protocol.chunks import StreamChunk
-    from harness.protocol.decision import AgentDecision
-    from harness.protocol.envelope import AgentOutputEnvelope, ArtifactRef
-    from harness.protocol.forced import ForcedCompletionState
-    from harness.protocol.outcome import AgentOutcome
-    from harness.scenarios.format import Scenario
-
-    if name == "scenario":
-        return scenario_schema(Scenario)
-    targets: dict[str, Any] = {
-        "agent-outcome": AgentOutcome,
-        "agent-decision": AgentDecision,
-        "agent-output-envelope": AgentOutputEnvelope,
-        "artifact-ref": ArtifactRef,
-        "stream-chunk": StreamChunk,
-        "forced-completion-state": ForcedCompletionState,
-        "cassette": CassetteDocument,
-    }
-    generated = TypeAdapter(targets[name]).json_schema(ref_template="#/$defs/{model}")
-    document: dict[str, object] = {
-        "$schema": JSON_SCHEMA_DRAFT,
-        "title": generated.pop("title", "StreamChunk" if name == "stream-chunk" else name),
-        "description": generated.pop("description", RECORD_SCHEMAS[name]),
-    }
-    document.update(generated)
-    return document
-
-
-def record_schema_text(name: str) -> str:
-    """`record_schema(name)` as the committed file holds it: 2-space JSON and a newline."""
-    import json
-
-    return json.dumps(record_schema(name), indent=2, ensure_ascii=False) + "\n"
-
-
-def scenario_schema(model: type) -> dict[str, object]:
-    from pydantic import TypeAdapter
-
-    document: dict[str, object] = {
-        "$schema": JSON_SCHEMA_DRAFT,
-        "title": "harness scenario file",
-        "description": "One scenario, or a list of scenarios.",
-    }
-    single = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
-    definitions = single.pop("$defs", {})
-    definitions["Scenario"] = single
-    document["anyOf"] = [
-        {"$ref": "#/$defs/Scenario"},
-        {"type": "array", "items": {"$ref": "#/$defs/Scenario"}},
-    ]
-    document["$defs"] = definitions
-    return document
 
 
 @main.group()
