@@ -78,19 +78,17 @@ class RunState(WireModel):
         return self.phase == "finished"
 
     def with_chunks(self, *chunks: StreamChunk) -> RunState:
-        return self.model_copy(update={"chunks": (*self.chunks, *chunks)})
+        return self.evolve(chunks=(*self.chunks, *chunks))
 
     def cancelled(self) -> RunState:
         """The run ended from outside before `run_finished`: status `cancelled`, no output and
         no error (even when the loop had already decided an outcome it had not yet finished),
         and a `run_finish` chunk saying so. The transcript, answers and forced-completion state
         stay as they were, and no memory is extracted: the run reached no terminal outcome."""
-        return self.model_copy(
-            update={
-                "status": "cancelled",
-                "phase": "finished",
-                "output": None,
-                "error_code": None,
-                "error_message": None,
-            }
+        return self.evolve(
+            status="cancelled",
+            phase="finished",
+            output=None,
+            error_code=None,
+            error_message=None,
         ).with_chunks(RunFinishChunk(status="cancelled"))
