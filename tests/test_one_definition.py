@@ -1,4 +1,5 @@
-"""Each enumeration the harness knows is written out once; every other list of it is derived.
+"""Each concept is defined once. An enumeration is written out once and every other list of it
+is derived; a scenario's agent block extends the same declaration as the agent definition.
 
 A second hand-written copy drifts: a runtime added to the scenario format but not to the command
 line's choices is refused by one and accepted by the other. The scan below finds every tuple,
@@ -13,13 +14,16 @@ from pathlib import Path
 from typing import Final, get_args
 
 import pytest
+from pydantic import ValidationError
 
 import harness
+from harness.agent.definition import AgentDefinition, AgentParts
 from harness.agent.state import PERSISTENCE_POINTS, CancelPoint
 from harness.cassettes import RecordMode
 from harness.llm.capabilities import ALL_EFFORTS, PROVIDERS
 from harness.runtimes import PROFILES
 from harness.runtimes.base import RUNTIME_NAMES
+from harness.scenarios.format import AgentSpec
 from harness.stores.base import STORE_KINDS
 from harness.targets.protocol import Feature
 
@@ -92,3 +96,28 @@ def test_every_runtime_has_a_profile_in_order() -> None:
 
 def test_a_cancel_point_is_every_persistence_point_but_the_last() -> None:
     assert (*get_args(CancelPoint), "run_finished") == PERSISTENCE_POINTS
+
+
+def test_the_scenario_agent_and_the_agent_definition_share_one_declaration() -> None:
+    shared = set(AgentParts.model_fields)
+    for model in (AgentSpec, AgentDefinition):
+        assert issubclass(model, AgentParts)
+        for name in shared:
+            assert repr(model.model_fields[name]) == repr(AgentParts.model_fields[name]), name
+    # what only the scenario has: the message, and what the scenario scripts around the run
+    assert set(AgentSpec.model_fields) - shared == {
+        "user_message",
+        "max_completion_retries",
+        "reasoning",
+        "llm_config_override",
+        "deny_approval",
+    }
+
+
+def test_a_scenario_agent_refuses_what_a_definition_refuses_at_the_same_key() -> None:
+    tool = {"name": "bad name"}
+    with pytest.raises(ValidationError) as scenario:
+        AgentSpec.model_validate({"tools": [tool]})
+    with pytest.raises(ValidationError) as definition:
+        AgentDefinition.model_validate({"tools": [tool]})
+    assert scenario.value.errors(include_url=False) == definition.value.errors(include_url=False)

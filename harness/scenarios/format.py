@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.agent.definition import AgentParts
 from harness.agent.output import output_validator
 from harness.agent.state import CancelPoint, PersistencePoint
 from harness.cassettes.key import VolatileFieldError, split_pointer
@@ -47,39 +48,6 @@ class ScenarioModel(BaseModel):
 # -- the agent --------------------------------------------------------------------------------------
 
 
-def _object_schema() -> dict[str, JsonValue]:
-    return {"type": "object", "properties": {}}
-
-
-class ToolSpec(ScenarioModel):
-    name: str
-    description: str = ""
-    parameters: dict[str, JsonValue] = Field(default_factory=_object_schema)
-    result: JsonValue = None
-    error: str | None = None
-    requires_approval: bool = False
-
-
-class SkillSpec(ScenarioModel):
-    name: str
-    description: str = ""
-    body: str = ""
-
-
-class SkillsSpec(ScenarioModel):
-    catalog: list[SkillSpec] = Field(default_factory=list)
-    preloaded: list[SkillSpec] = Field(default_factory=list)
-
-
-class WorkspaceSpec(ScenarioModel):
-    fragment: str = "You have a workspace. Use its tools to read and change files."
-    tools: list[ToolSpec] = Field(default_factory=list)
-
-
-class MemorySpec(ScenarioModel):
-    memories: list[str] = Field(default_factory=list)
-
-
 class ConfigOverrideSpec(ScenarioModel):
     """What the agent's `llm_config_override` callback returns in the forced phase."""
 
@@ -88,10 +56,14 @@ class ConfigOverrideSpec(ScenarioModel):
     max_tokens: PositiveInt | None = None
 
 
-class AgentSpec(ScenarioModel):
-    system_prompt: str = "You are a helpful agent."
+# The fields every agent has come from `AgentParts`, the one declaration `AgentDefinition`
+# extends too; the run's definition is built from this block and the scenario's name and model
+# (`harness.scenarios.build.agent_definition`).
+class AgentSpec(AgentParts):
+    """The agent under test: its prompt, tools, output schema, budgets, skills, workspace and
+    memory, the message it is given, and what the scenario scripts around its run."""
+
     user_message: str = "Do the task."
-    output_schema: dict[str, JsonValue] | None = None
 
     @field_validator("output_schema")
     @classmethod
@@ -103,21 +75,13 @@ class AgentSpec(ScenarioModel):
                 raise ValueError(str(error)) from None
         return schema
 
-    max_steps: PositiveInt = 10
     max_completion_retries: int | None = Field(
         default=None,
         ge=0,
         description="the forced-completion budget (maxAttempts); omitted, the runtime's own "
         "default applies (2)",
     )
-    max_tokens: PositiveInt | None = None
-    temperature: float | None = None
     reasoning: Literal[Effort, "disabled"] | None = None
-    stream: bool = False
-    tools: list[ToolSpec] = Field(default_factory=list)
-    skills: SkillsSpec | None = None
-    workspace: WorkspaceSpec | None = None
-    memory: MemorySpec | None = None
     llm_config_override: ConfigOverrideSpec | None = None
     deny_approval: list[str] = Field(
         default_factory=list, description="Approval-gated tools whose approval is denied."

@@ -40,9 +40,7 @@ def _setting(key: str) -> Expect:
 
 def test_every_agent_expect_key_has_one_checker() -> None:
     agent_keys = {
-        key
-        for key in Expect.model_fields
-        if not _keys_not_applicable(_setting(key), "agent")
+        key for key in Expect.model_fields if not _keys_not_applicable(_setting(key), "agent")
     }
     assert set(AGENT_CHECKS) == agent_keys - {"downstream"}  # checked on the workflow's result
 
