@@ -227,7 +227,7 @@ class LlmGateway:
         response_model = self.adapter.parse_response(payload)
         retrieval = payload.get("retrieval") if isinstance(payload, dict) else None
         if retrieval is not None:
-            # The LLM compatibility gateway's extension: GrayMatter retrieval receipts.
+            # The LLM compatibility gateway's extension: retrieval receipts.
             metadata = {**response_model.metadata, "retrieval": retrieval}
             response_model = response_model.model_copy(update={"metadata": metadata})
         return response_model

@@ -2,7 +2,8 @@
 
 Every profile persists at every persistence point (the forced-completion state is persisted
 before each forced call on all of them) and validates `__finish__` output against the schema
-(DBOS too, since the fix the seed documents). They differ where the seed says they do:
+(DBOS too, since the fix the forced-completion migration guide documents). They differ where
+the guide says they do:
 
 - `llm_config_override` is invoked (with the execution phase and the forced-completion state)
   only on `js` and `cloudflare-do`, which delegates its step loop to the JS iterator;
