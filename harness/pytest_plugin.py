@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args, overload
 
 import pytest
 
@@ -37,7 +37,7 @@ _REGISTERED_TAGS = pytest.StashKey[set[str]]()
 
 
 HttpLibraryName = Literal["httpx2", "httpx"]
-HTTP_LIBRARY_NAMES: tuple[HttpLibraryName, ...] = ("httpx2", "httpx")
+HTTP_LIBRARY_NAMES: tuple[HttpLibraryName, ...] = get_args(HttpLibraryName)
 
 
 class CassetteFactory(Protocol):

@@ -21,6 +21,7 @@ from harness.agent.definition import AgentDefinition, AgentParts
 from harness.agent.state import PERSISTENCE_POINTS, CancelPoint
 from harness.cassettes import RecordMode
 from harness.llm.capabilities import ALL_EFFORTS, PROVIDERS
+from harness.pytest_plugin import HTTP_LIBRARY_NAMES
 from harness.runtimes import PROFILES
 from harness.runtimes.base import RUNTIME_NAMES
 from harness.scenarios.format import AgentSpec
@@ -37,6 +38,7 @@ ENUMERATIONS: Final[dict[str, tuple[tuple[str, ...], list[str]]]] = {
     "reasoning efforts": (ALL_EFFORTS, ["harness/llm/models.py"]),
     "cancel points": (get_args(CancelPoint), ["harness/agent/state.py"]),
     "target features": (get_args(Feature), ["harness/targets/protocol.py"]),
+    "HTTP libraries": (HTTP_LIBRARY_NAMES, ["harness/pytest_plugin.py"]),
     # `PersistencePoint` is `Literal[CancelPoint, "run_finished"]`; `RecordMode` is an enum
     "persistence points": (PERSISTENCE_POINTS, []),
     "record modes": (tuple(mode.value for mode in RecordMode), []),
