@@ -75,7 +75,7 @@ def _record_modes() -> tuple[str, ...]:
 
 
 def _providers() -> tuple[str, ...]:
-    from harness.llm.capabilities import PROVIDERS
+    from harness.providers import PROVIDERS
 
     return PROVIDERS
 

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal, cast
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
+from harness import providers
 from harness.agent.definition import (
     FINISH_TOOL,
     AgentDefinition,
@@ -38,12 +39,12 @@ from harness.agent.definition import (
 )
 from harness.agent.output import output_validator
 from harness.errors import IllegalArgumentException
-from harness.llm import capabilities
-from harness.llm.capabilities import ALL_EFFORTS, Provider
+from harness.llm.capabilities import ALL_EFFORTS
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.models import Effort, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.completion import INPUT_FINAL_ANSWER, MAX_ANSWER_UTF16_UNITS
+from harness.providers import Provider
 from harness.runtimes.base import RUNTIME_NAMES
 from harness.scenarios.format import AgentSpec, Scenario
 
@@ -68,8 +69,8 @@ __all__ = [
 ]
 
 ProviderName = Provider
-"""The providers a scripted reply can be rendered as (`harness.llm.capabilities.Provider`)."""
-PROVIDERS: Final = capabilities.PROVIDERS
+"""The providers a scripted reply can be rendered as (`harness.providers.Provider`)."""
+PROVIDERS: Final = providers.PROVIDERS
 RUNTIMES: Final = RUNTIME_NAMES
 """The runtime profiles `run_agent` accepts."""
 MODELS: Final[dict[ProviderName, tuple[str, ...]]] = {

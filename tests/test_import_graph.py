@@ -200,3 +200,11 @@ def test_parts_collapse_to_the_top_level(tmp_path: Path) -> None:
     graph = import_graph(package)
     assert _cycle(graph) is not None
     assert package_graph(graph) == {"pkg.x": {"pkg.z"}, "pkg.z": {"pkg.x"}}
+
+
+def test_scrubbing_sits_below_both_the_llm_boundary_and_the_cassettes() -> None:
+    parts = package_graph(import_graph(PACKAGE))
+    assert parts["harness.scrub"] & {"harness.llm", "harness.cassettes"} == set()
+    assert "harness.scrub" in parts["harness.llm"]
+    assert "harness.scrub" in parts["harness.cassettes"]
+    assert "harness.cassettes" not in parts["harness.llm"]  # redacting loads no cassette code

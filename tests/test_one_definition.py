@@ -20,7 +20,8 @@ import harness
 from harness.agent.definition import AgentDefinition, AgentParts
 from harness.agent.state import PERSISTENCE_POINTS, CancelPoint
 from harness.cassettes import RecordMode
-from harness.llm.capabilities import ALL_EFFORTS, PROVIDERS
+from harness.llm.capabilities import ALL_EFFORTS
+from harness.providers import PROVIDERS
 from harness.pytest_plugin import HTTP_LIBRARY_NAMES
 from harness.runtimes import PROFILES
 from harness.runtimes.base import RUNTIME_NAMES
@@ -34,7 +35,7 @@ ENUMERATIONS: Final[dict[str, tuple[tuple[str, ...], list[str]]]] = {
     # name: (members, the modules that write all of them out: the one definition)
     "runtimes": (RUNTIME_NAMES, ["harness/runtimes/base.py"]),
     "store kinds": (STORE_KINDS, ["harness/stores/base.py"]),
-    "providers": (PROVIDERS, ["harness/llm/capabilities.py"]),
+    "providers": (PROVIDERS, ["harness/providers.py"]),
     "reasoning efforts": (ALL_EFFORTS, ["harness/llm/models.py"]),
     "cancel points": (get_args(CancelPoint), ["harness/agent/state.py"]),
     "target features": (get_args(Feature), ["harness/targets/protocol.py"]),

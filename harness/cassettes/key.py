@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from harness.errors import CassetteError
 from harness.json_body import parse_json_body
+from harness.providers import detect_provider
 from harness.scrub import CREDENTIAL_QUERY_PARAMETERS
 
 KEYED_HEADERS: Final = frozenset(
@@ -49,15 +50,6 @@ class VolatileFieldError(CassetteError, ValueError):
     """A volatile-field entry is not a JSON pointer."""
 
     code = "cassette_volatile_field_invalid"
-
-
-def detect_provider(path: str) -> str | None:
-    """Guess the provider from a request path: Anthropic Messages or OpenAI(-compatible)."""
-    if path.endswith(("/messages", "/messages/count_tokens")):
-        return "anthropic"
-    if path.endswith(("/chat/completions", "/completions", "/responses", "/embeddings")):
-        return "openai"
-    return None
 
 
 def canonical_request_key(
@@ -224,7 +216,6 @@ __all__ = [
     "VolatileFieldError",
     "canonical_request_bytes",
     "canonical_request_key",
-    "detect_provider",
     "keyed_headers",
     "remove_pointers",
     "split_pointer",

@@ -21,9 +21,9 @@ from typing import ClassVar, Final, Generic, Protocol, TypeVar
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.errors import AgentDecisionCallException, HarnessError, IllegalArgumentException
-from harness.llm.capabilities import Provider
 from harness.llm.models import LlmResponse, SystemFragment, ToolDefinition
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
+from harness.providers import Provider
 from harness.scrub import Scrubber
 
 INVALID_RESPONSE: Final = "invalid_response"

@@ -22,8 +22,8 @@ from pydantic import JsonValue
 from harness.errors import AgentDecisionCallException, IllegalArgumentException
 from harness.llm import anthropic, openai
 from harness.llm._wire import FRAGMENT_WIRE, RequestFormatError, ServerSentEventLike
-from harness.llm.capabilities import PROVIDERS, Provider
 from harness.llm.models import LlmRequest, LlmResponse
+from harness.providers import PROVIDERS, Provider
 
 __all__ = [
     "FRAGMENT_WIRE",

@@ -27,11 +27,9 @@ from typing import Final, Literal, get_args
 
 from harness.errors import IllegalArgumentException, ToolChoiceUnsupported
 from harness.llm.models import Effort, LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
+from harness.providers import PROVIDERS as PROVIDERS
+from harness.providers import Provider as Provider
 
-Provider = Literal["openai", "anthropic"]
-"""The providers whose wire formats the harness speaks (OpenAI Chat Completions, Anthropic
-Messages)."""
-PROVIDERS: Final[tuple[Provider, ...]] = get_args(Provider)
 ALL_EFFORTS: Final[tuple[Effort, ...]] = get_args(Effort)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.llm.capabilities import Provider
+from harness.providers import Provider
 
 Visibility = Literal["*"] | str
 

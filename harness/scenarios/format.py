@@ -30,9 +30,9 @@ from harness.agent.output import output_validator
 from harness.agent.state import CancelPoint, PersistencePoint
 from harness.cassettes.key import VolatileFieldError, split_pointer
 from harness.errors import IllegalArgumentException
-from harness.llm.capabilities import Provider
 from harness.llm.models import Effort
 from harness.llm.script import ScriptedReply
+from harness.providers import Provider
 from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, RuntimeName, check_cancel
 from harness.stores.base import StoreKind
 from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION

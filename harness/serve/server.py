@@ -20,8 +20,8 @@ import uvicorn
 from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
 from harness.files import write_atomically
-from harness.llm.capabilities import Provider
 from harness.llm.script import ScriptedReply, ScriptTransport
+from harness.providers import Provider
 from harness.serve.app import DEFAULT_OUTPUT_TOOL, ReplayApp, ServeConfig, Session
 
 STARTUP_SECONDS: Final = 30.0

@@ -20,11 +20,11 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, NonNegativeInt, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
-from harness.llm.capabilities import Provider
 from harness.protocol.chunks import StreamChunk
 from harness.protocol.envelope import AgentOutputEnvelope
 from harness.protocol.forced import ForcedCompletionState
 from harness.protocol.outcome import AgentOutcome
+from harness.providers import Provider
 
 PROTOCOL_VERSION: Final = 1
 
