@@ -19,10 +19,11 @@ import random
 from typing import Any, Final, Literal
 
 from benchmarks._traffic import TOOLS, _paragraph, _tool_arguments
+from harness.runtimes.base import RUNTIME_NAMES
 
 Shape = Literal["realistic", "minimal"]
 SHAPES: Final[tuple[Shape, ...]] = ("realistic", "minimal")
-RUNTIMES: Final = ["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
+RUNTIMES: Final = list(RUNTIME_NAMES)
 EXHAUSTED: Final = "framework_forced_completion_exhausted"
 
 

@@ -39,6 +39,49 @@ class _Path(click.Path[Path]):
         return super().convert(value, param, ctx)
 
 
+class _Choice(click.Choice[str]):
+    """`click.Choice` over an enumeration the harness defines elsewhere, read on first use, so
+    that the command line repeats no list of names and `harness --help` imports none of the
+    packages that own them."""
+
+    def __init__(self, load: Callable[[], tuple[str, ...]]) -> None:
+        # click's own __init__ would store the choices now; they are read on first use instead
+        self._load = load
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self._load()
+
+    @choices.setter
+    def choices(self, value: tuple[str, ...]) -> None:
+        self._load = lambda: value
+
+
+def _runtimes() -> tuple[str, ...]:
+    from harness.runtimes.base import RUNTIME_NAMES
+
+    return RUNTIME_NAMES
+
+
+def _stores() -> tuple[str, ...]:
+    from harness.stores.base import STORE_KINDS
+
+    return STORE_KINDS
+
+
+def _record_modes() -> tuple[str, ...]:
+    from harness.cassettes import RecordMode
+
+    return tuple(mode.value for mode in RecordMode)
+
+
+def _providers() -> tuple[str, ...]:
+    from harness.providers import PROVIDERS
+
+    return PROVIDERS
+
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -53,9 +96,6 @@ def main() -> None:
 
 PROGRESS_INTERVAL = 0.1
 """Seconds between two redraws of `harness run`'s progress bar."""
-RUNTIMES = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
-STORES = ("memory", "sqlite", "postgres", "redis")
-RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 
 @main.command()
@@ -64,14 +104,12 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
     "--runtime",
     "runtimes",
     multiple=True,
-    type=click.Choice(RUNTIMES),
+    type=_Choice(_runtimes),
     help="Only these runtime profiles.",
 )
-@click.option(
-    "--store", "stores", multiple=True, type=click.Choice(STORES), help="Only these stores."
-)
+@click.option("--store", "stores", multiple=True, type=_Choice(_stores), help="Only these stores.")
 @click.option("--store-url", help="URL of the PostgreSQL, Redis or SQLite store to use.")
-@click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option("--record-mode", type=_Choice(_record_modes), default="none", show_default=True)
 @click.option("-k", "keyword", default="", help="Select cells: words, and, or, not, ( ).")
 @click.option(
     "--junit-xml", type=_Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
@@ -294,7 +332,7 @@ def run(
 
 @main.command()
 @click.argument("paths", nargs=-1, type=_Path(path_type=Path))
-@click.option("--provider", required=True, type=click.Choice(("openai", "anthropic")))
+@click.option("--provider", required=True, type=_Choice(_providers))
 @click.option("--model", help="Record with this model instead of the scenarios' own.")
 def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     """Re-record the cassettes of PATHS' scenarios against the live PROVIDER."""
@@ -339,7 +377,7 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     show_default=True,
     help="Folder of the cassettes served under /c/<name>/...",
 )
-@click.option("--record-mode", type=click.Choice(RECORD_MODES), default="none", show_default=True)
+@click.option("--record-mode", type=_Choice(_record_modes), default="none", show_default=True)
 @click.option(
     "--allow-repeats",
     is_flag=True,
@@ -446,10 +484,10 @@ def schema(context: click.Context) -> None:
     """Print the JSON Schema of scenario files (or, with `records`, write the record schemas)."""
     import json
 
-    from harness.scenarios.format import Scenario
+    from harness.schemas import scenario_schema
 
     if context.invoked_subcommand is None:
-        click.echo(json.dumps(scenario_schema(Scenario), indent=2))
+        click.echo(json.dumps(scenario_schema(), indent=2))
 
 
 @schema.command("target")
@@ -473,6 +511,8 @@ def schema_target() -> None:
 )
 def schema_records(out_dir: Path) -> None:
     """Write the JSON Schema (draft 2020-12) of every public wire record, one file per record."""
+    from harness.schemas import RECORD_SCHEMAS, record_schema_text
+
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name in RECORD_SCHEMAS:
@@ -486,81 +526,6 @@ def schema_records(out_dir: Path) -> None:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         click.echo(f"error: cannot write the schemas into {out_dir}: {reason}", err=True)
         sys.exit(EXIT_INVALID)
-
-
-JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
-
-RECORD_SCHEMAS: dict[str, str] = {
-    "agent-outcome": "The agent-outcome record: the one shape every agent harness emits.",
-    "agent-decision": "The provider-neutral typed decision of the Agent Decision module.",
-    "agent-output-envelope": "Every output xema/agent@v1 declares.",
-    "artifact-ref": "A reference to one version of a stored json_payload artifact.",
-    "stream-chunk": "One chunk of an agent run's stream (a union tagged by kind).",
-    "forced-completion-state": "The persisted state of the forced-completion phase.",
-    "cassette": "A harness-cassette/1 file of recorded LLM traffic.",
-    "scenario": "A harness scenario file: one scenario, or a list of scenarios.",
-}
-"""Record name -> description; `harness schema records` writes `<name>.schema.json` for each."""
-
-
-def record_schema(name: str) -> dict[str, object]:
-    """The JSON Schema (draft 2020-12, `$schema` set) of the public record `name`."""
-
-    from pydantic import TypeAdapter
-
-    from harness.cassettes.cassette import CassetteDocument
-    from harness.protocol.chunks import StreamChunk
-    from harness.protocol.decision import AgentDecision
-    from harness.protocol.envelope import AgentOutputEnvelope, ArtifactRef
-    from harness.protocol.forced import ForcedCompletionState
-    from harness.protocol.outcome import AgentOutcome
-    from harness.scenarios.format import Scenario
-
-    if name == "scenario":
-        return scenario_schema(Scenario)
-    targets: dict[str, Any] = {
-        "agent-outcome": AgentOutcome,
-        "agent-decision": AgentDecision,
-        "agent-output-envelope": AgentOutputEnvelope,
-        "artifact-ref": ArtifactRef,
-        "stream-chunk": StreamChunk,
-        "forced-completion-state": ForcedCompletionState,
-        "cassette": CassetteDocument,
-    }
-    generated = TypeAdapter(targets[name]).json_schema(ref_template="#/$defs/{model}")
-    document: dict[str, object] = {
-        "$schema": JSON_SCHEMA_DRAFT,
-        "title": generated.pop("title", "StreamChunk" if name == "stream-chunk" else name),
-        "description": generated.pop("description", RECORD_SCHEMAS[name]),
-    }
-    document.update(generated)
-    return document
-
-
-def record_schema_text(name: str) -> str:
-    """`record_schema(name)` as the committed file holds it: 2-space JSON and a newline."""
-    import json
-
-    return json.dumps(record_schema(name), indent=2, ensure_ascii=False) + "\n"
-
-
-def scenario_schema(model: type) -> dict[str, object]:
-    from pydantic import TypeAdapter
-
-    document: dict[str, object] = {
-        "$schema": JSON_SCHEMA_DRAFT,
-        "title": "harness scenario file",
-        "description": "One scenario, or a list of scenarios.",
-    }
-    single = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
-    definitions = single.pop("$defs", {})
-    definitions["Scenario"] = single
-    document["anyOf"] = [
-        {"$ref": "#/$defs/Scenario"},
-        {"type": "array", "items": {"$ref": "#/$defs/Scenario"}},
-    ]
-    document["$defs"] = definitions
-    return document
 
 
 @main.group()

@@ -23,7 +23,8 @@ class HarnessError(Exception):
 
 
 class IllegalArgumentException(HarnessError, ValueError):
-    """A module input or configuration is invalid; named after the seeds' Java exception.
+    """A module input or configuration is invalid; named after the Java exception
+    the modules' contracts name.
 
     Not retryable: the same input fails the same way until it is corrected.
     """

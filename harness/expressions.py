@@ -1,4 +1,4 @@
-"""Resolve the seed's workflow expressions against agent outputs.
+"""Resolve workflow expressions (`${{ ... }}`) against agent outputs.
 
 Supported forms, whole-value or embedded in a string:
 

@@ -32,7 +32,6 @@ from harness.cassettes.cassette import (
     renumber,
 )
 from harness.cassettes.key import canonical_request_key
-from harness.cassettes.sse import SseEvent
 from harness.llm.models import (
     AssistantMessage,
     LlmRequest,
@@ -75,6 +74,7 @@ from harness.protocol.outcome import (
     ToolUse,
 )
 from harness.scenarios.format import AgentSpec, Scenario
+from harness.sse import SseEvent
 from harness.stores.base import StoredRun
 
 __all__ = [

@@ -87,7 +87,7 @@ from harness.protocol.canonical import canonical_hash
 from harness.protocol.chunks import ForcedCompletionChunk, RunFinishChunk, StreamChunk
 from harness.protocol.forced import CompletionCode
 from harness.protocol.outcome import CANONICAL_STOP_REASONS, AgentOutcome
-from harness.runtimes.base import Fault
+from harness.runtimes.base import RUNTIME_NAMES, Fault
 from harness.runtimes.run import FaultNotReached, run_agent
 
 __all__ = [
@@ -433,7 +433,7 @@ def same_result_on_every_profile(
     make_completer: MakeCompleter,
     *,
     user_message: str = "Do the task.",
-    runtimes: Sequence[str] = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"),
+    runtimes: Sequence[str] = RUNTIME_NAMES,
     **run_options: Any,
 ) -> dict[str, RunResult]:
     """Run `agent` on every runtime profile (a fresh completer from `make_completer` and a fresh

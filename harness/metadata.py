@@ -1,10 +1,10 @@
 """Module contracts as data: what each reference module declares, in one typed object.
 
 Each reference module (`AgentCompletionModule`, `AgentDecisionModule`) and the forced-completion
-phase of an outputSchema agent declares its contract here, as its seed documents it: inputs,
-outputs, configuration fields and their defaults, the outbound network boundary, and every
-failure with its cause, retryability and recovery. Wording copied from a seed's table is
-copied verbatim (a test parses the seeds and compares), so this file is the one place the
+phase of an outputSchema agent declares its contract here, as its contract document states
+it: inputs, outputs, configuration fields and their defaults, the outbound network boundary, and
+every failure with its cause, retryability and recovery. Wording taken from a document's table
+is copied verbatim (a test parses the documents and compares), so this file is the one place the
 contract lives: `harness.modules.decision` derives its input, output and configuration names
 from it, and `harness modules show NAME` prints it.
 
@@ -33,7 +33,7 @@ class InputField(MetadataModel):
     """One workflow-state value a module may read."""
 
     name: str
-    type: str = Field(description="the seed's Type column, verbatim")
+    type: str = Field(description="the contract's Type column, verbatim")
     required: bool
     description: str
     constraints: str | None = None
@@ -69,24 +69,24 @@ class NetworkBoundary(MetadataModel):
 
 
 class Failure(MetadataModel):
-    """One failure mode; `name`, `cause`, `retryable` and `recovery` are the seed's words."""
+    """One failure mode; `name`, `cause`, `retryable` and `recovery` are the contract's words."""
 
-    name: str = Field(description="the seed's Failure column, verbatim")
+    name: str = Field(description="the contract's Failure column, verbatim")
     exception: str = Field(description="the exception class, or the failure code it carries")
     code: str = Field(description="the stable harness code (`HarnessError.code`)")
     cause: str
-    retryable: str = Field(description="the seed's Retryable column, verbatim")
+    retryable: str = Field(description="the contract's Retryable column, verbatim")
     recovery: str
 
     @property
     def message(self) -> str | None:
-        """The exact message, when the seed names one (`Exception: message`)."""
+        """The exact message, when the contract names one (`Exception: message`)."""
         prefix = f"{self.exception}: "
         return self.name.removeprefix(prefix) if self.name.startswith(prefix) else None
 
     @property
     def is_retryable(self) -> bool:
-        """Whether repeating without a change can succeed (the seed's 'No...' means no)."""
+        """Whether repeating without a change can succeed (the contract's 'No...' means no)."""
         return not self.retryable.startswith("No")
 
 
@@ -97,7 +97,7 @@ class ModuleMetadata(MetadataModel):
     key: str = Field(description="the short name `harness modules show` takes")
     version: str | None
     summary: str
-    seed: str = Field(description="the seed file this contract is taken from")
+    source: str = Field(description="the title of the document this contract is taken from")
     inputs: tuple[InputField, ...] = ()
     outputs: tuple[OutputField, ...] = ()
     configuration: tuple[ConfigurationField, ...] = ()
@@ -131,7 +131,7 @@ COMPLETION: Final = ModuleMetadata(
         "The terminal, local boundary for a durable agent workflow: copies the validated answer "
         "into the terminal output. No model call, no network, no persistence, no configuration."
     ),
-    seed="agent-completion-module.txt",
+    source="Agent Completion ExecModule",
     inputs=(
         InputField(
             name="agentFinalAnswer",
@@ -192,7 +192,7 @@ def _decision_input(
     name: str, type_: str, description: str, default: JsonValue = None
 ) -> InputField:
     # Every decision input except the model UUID travels in the control envelope, which the
-    # seed classifies confidential.
+    # module's contract classifies confidential.
     return InputField(
         name=name,
         type=type_,
@@ -212,7 +212,7 @@ DECISION: Final = ModuleMetadata(
         "for the next provider-neutral decision, once, and returns it typed. Never executes a "
         "tool, grants approval, or treats free-form text as authority."
     ),
-    seed="agent-decision-module.txt",
+    source="Agent Decision ExecModule",
     inputs=(
         _decision_input(
             "llmDetailsId", "UUID", "ACL-visible model UUID. Overrides configured model selection."
@@ -435,7 +435,7 @@ FORCED_COMPLETION: Final = ModuleMetadata(
         "each attempt is one forced call of the completion tool; it ends with schema-valid "
         "output or a classified failure."
     ),
-    seed="forced-completion-migration.txt",
+    source="Migrating to Deterministic Forced Completion",
     inputs=(
         InputField(
             name="trigger",

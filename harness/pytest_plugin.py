@@ -37,7 +37,7 @@ _REGISTERED_TAGS = pytest.StashKey[set[str]]()
 
 
 HttpLibraryName = Literal["httpx2", "httpx"]
-HTTP_LIBRARY_NAMES: tuple[HttpLibraryName, ...] = ("httpx2", "httpx")
+HTTP_LIBRARY_NAMES: tuple[HttpLibraryName, ...] = get_args(HttpLibraryName)
 
 
 class CassetteFactory(Protocol):
@@ -213,13 +213,14 @@ def _check_options(config: pytest.Config) -> None:
     stores: list[str] = config.getoption("harness_store")
     if not runtimes and not stores:
         return
-    from harness.scenarios.format import RuntimeName, StoreName
+    from harness.runtimes.base import RUNTIME_NAMES
+    from harness.stores.base import STORE_KINDS
 
-    for option, given, literal in (
-        ("--harness-runtime", runtimes, RuntimeName),
-        ("--harness-store", stores, StoreName),
+    allowed: tuple[str, ...]
+    for option, given, allowed in (
+        ("--harness-runtime", runtimes, RUNTIME_NAMES),
+        ("--harness-store", stores, STORE_KINDS),
     ):
-        allowed: tuple[str, ...] = get_args(literal)
         for value in given:
             if value not in allowed:
                 raise pytest.UsageError(

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal, cast
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
+from harness import providers
 from harness.agent.definition import (
     FINISH_TOOL,
     AgentDefinition,
@@ -38,19 +39,14 @@ from harness.agent.definition import (
 )
 from harness.agent.output import output_validator
 from harness.errors import IllegalArgumentException
+from harness.llm.capabilities import ALL_EFFORTS
 from harness.llm.gateway import GatewayConfig, LlmGateway
-from harness.llm.models import Reasoning, ReasoningDisabled, ReasoningEffort
+from harness.llm.models import Effort, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.completion import INPUT_FINAL_ANSWER, MAX_ANSWER_UTF16_UNITS
-from harness.scenarios.format import (
-    AgentSpec,
-    MemorySpec,
-    Scenario,
-    SkillSpec,
-    SkillsSpec,
-    ToolSpec,
-    WorkspaceSpec,
-)
+from harness.providers import Provider
+from harness.runtimes.base import RUNTIME_NAMES
+from harness.scenarios.format import AgentSpec, Scenario
 
 __all__ = [
     "CANARY",
@@ -72,12 +68,11 @@ __all__ = [
     "valid_outputs",
 ]
 
-ProviderName = Literal["openai", "anthropic"]
-
-PROVIDERS: Final[tuple[ProviderName, ...]] = ("openai", "anthropic")
-"""The providers a scripted reply can be rendered as."""
-RUNTIMES: Final = ("js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos")
-"""The five runtime profiles `run_agent` accepts."""
+ProviderName = Provider
+"""The providers a scripted reply can be rendered as (`harness.providers.Provider`)."""
+PROVIDERS: Final = providers.PROVIDERS
+RUNTIMES: Final = RUNTIME_NAMES
+"""The runtime profiles `run_agent` accepts."""
 MODELS: Final[dict[ProviderName, tuple[str, ...]]] = {
     "openai": ("gpt-4o-mini", "gpt-4.1"),
     "anthropic": ("claude-sonnet-4-5",),
@@ -421,7 +416,7 @@ def _reasonings() -> st.SearchStrategy[Reasoning | None]:
     return st.one_of(
         st.none(),
         st.just(ReasoningDisabled()),
-        st.builds(ReasoningEffort, effort=st.sampled_from(["minimal", "low", "medium", "high"])),
+        st.builds(ReasoningEffort, effort=st.sampled_from(ALL_EFFORTS)),
     )
 
 
@@ -718,48 +713,18 @@ def completion_inputs() -> st.SearchStrategy[dict[str, object]]:
 # -- scenarios ----------------------------------------------------------------------------------
 
 
-def _tool_spec(tool: AgentTool) -> ToolSpec:
-    return ToolSpec(
-        name=tool.name,
-        description=tool.description,
-        parameters=tool.parameters,
-        result=tool.result,
-        error=tool.error,
-        requires_approval=tool.requires_approval,
-    )
-
-
 def _agent_spec(agent: AgentDefinition) -> AgentSpec:
-    reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
+    reasoning: Literal[Effort, "disabled"] | None = None
     if isinstance(agent.reasoning, ReasoningEffort):
         reasoning = agent.reasoning.effort
     elif isinstance(agent.reasoning, ReasoningDisabled):
         reasoning = "disabled"
-    skills = agent.skills
-    return AgentSpec(
-        system_prompt=agent.system_prompt,
-        output_schema=agent.output_schema,
-        max_steps=agent.max_steps,
-        max_completion_retries=agent.max_completion_retries,
-        max_tokens=agent.max_tokens,
-        reasoning=reasoning,
-        stream=agent.stream,
-        tools=[_tool_spec(tool) for tool in agent.tools],
-        skills=SkillsSpec(
-            catalog=[SkillSpec(name=s.name, description=s.description) for s in skills.catalog],
-            preloaded=[SkillSpec(name=s.name, body=s.body) for s in skills.preloaded],
-        )
-        if skills is not None
-        else None,
-        workspace=WorkspaceSpec(
-            fragment=agent.workspace.fragment,
-            tools=[_tool_spec(tool) for tool in agent.workspace.tools],
-        )
-        if agent.workspace is not None
-        else None,
-        memory=MemorySpec(memories=list(agent.memory.memories))
-        if agent.memory is not None
-        else None,
+    return AgentSpec.model_validate(
+        {
+            **agent.parts(),
+            "max_completion_retries": agent.max_completion_retries,
+            "reasoning": reasoning,
+        }
     )
 
 

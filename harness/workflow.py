@@ -7,7 +7,7 @@ envelope through `outputs:` (`${{ job.outputs.structuredOutput }}`); a downstrea
 outputs keyed by the item's `keyBy` field. Expressions are resolved by `harness.expressions`, so
 reading an output nobody declares (`deliverables`) fails by name, never as null.
 
-`publish_kb` models the seed's `xema/publish-kb`: it publishes an inline markdown `body`, or an
+`publish_kb` models the `xema/publish-kb` action: it publishes an inline markdown `body`, or an
 artifact version that has `mode: inline` and a `payload.body`. The agent's `structuredOutput` is a
 `json_payload` artifact with no body, and its `response` is always null, so neither can be
 published: both are refused with `PublishRefusedError` saying what the branch requires.

@@ -27,8 +27,8 @@ from benchmarks.serve_load import (
     main,
     parse_settings,
 )
-from harness.cassettes.sse import parse_sse
 from harness.serve import ReplayServer
+from harness.sse import parse_sse
 
 
 def test_each_stream_is_twenty_chat_completion_chunks_that_rebuild_the_answer() -> None:

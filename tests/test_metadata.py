@@ -1,4 +1,4 @@
-"""Module metadata: every row of the seeds' tables, and the implementation against its contract."""
+"""Module metadata: every row of the contract documents' tables, and the implementation against its contract."""
 
 from __future__ import annotations
 
@@ -36,11 +36,13 @@ def seeds_dir() -> Path:
     return Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 
 
-def seed(name: str) -> str:
-    path = seeds_dir() / name
-    if not path.is_file():
-        pytest.skip(f"seed {path} is absent (set HARNESS_SEEDS_DIR to the seeds folder)")
-    return path.read_text(encoding="utf-8")
+def contract_document(title: str) -> str:
+    """The text of the contract document whose first line is `title` (`ModuleMetadata.source`)."""
+    for path in sorted(seeds_dir().glob("*.txt")):
+        text = path.read_text(encoding="utf-8")
+        if text.splitlines()[:1] == [title]:
+            return text
+    pytest.skip(f"no document titled {title!r} in {seeds_dir()} (set HARNESS_SEEDS_DIR)")
 
 
 def table(text: str, header: str) -> list[dict[str, str]]:
@@ -66,12 +68,12 @@ def default(cell: str) -> object:
     return None if cell == "none" else cell
 
 
-# -- the seeds' tables ------------------------------------------------------------------------------
+# -- the contract documents' tables ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("metadata", [COMPLETION, DECISION], ids=["completion", "decision"])
-def test_every_input_row_of_the_seed_is_declared(metadata: ModuleMetadata) -> None:
-    rows = table(seed(metadata.seed), "Input")
+def test_every_input_row_of_the_contract_is_declared(metadata: ModuleMetadata) -> None:
+    rows = table(contract_document(metadata.source), "Input")
     assert [row["Input"] for row in rows] == list(metadata.input_names())
     for row, field in zip(rows, metadata.inputs, strict=True):
         assert (field.type, field.required, field.description) == (
@@ -87,8 +89,8 @@ def test_every_input_row_of_the_seed_is_declared(metadata: ModuleMetadata) -> No
 
 
 @pytest.mark.parametrize("metadata", [COMPLETION, DECISION], ids=["completion", "decision"])
-def test_every_output_row_of_the_seed_is_declared(metadata: ModuleMetadata) -> None:
-    rows = table(seed(metadata.seed), "Output")
+def test_every_output_row_of_the_contract_is_declared(metadata: ModuleMetadata) -> None:
+    rows = table(contract_document(metadata.source), "Output")
     assert [row["Output"] for row in rows] == list(metadata.output_names())
     for row, output in zip(rows, metadata.outputs, strict=True):
         assert (output.type, output.condition, output.description) == (
@@ -99,7 +101,7 @@ def test_every_output_row_of_the_seed_is_declared(metadata: ModuleMetadata) -> N
 
 
 def test_decision_configuration_defaults_are_the_seeds() -> None:
-    rows = table(seed(DECISION.seed), "Field")
+    rows = table(contract_document(DECISION.source), "Field")
     assert [row["Field"] for row in rows] == [field.name for field in DECISION.configuration]
     for row, field in zip(rows, DECISION.configuration, strict=True):
         assert (field.type, field.default, field.description) == (
@@ -110,7 +112,7 @@ def test_decision_configuration_defaults_are_the_seeds() -> None:
 
 
 def test_completion_declares_no_configuration_and_no_network() -> None:
-    text = seed(COMPLETION.seed)
+    text = contract_document(COMPLETION.source)
     assert "The module has no configuration fields." in text
     assert COMPLETION.configuration == ()
     assert "network access" in text
@@ -118,7 +120,7 @@ def test_completion_declares_no_configuration_and_no_network() -> None:
 
 
 def test_decision_network_boundary_is_the_shared_gateway_on_server_hosts() -> None:
-    text = seed(DECISION.seed)
+    text = contract_document(DECISION.source)
     assert "server-configured outbound network boundary" in text
     assert "provider hosts are deployment-owned server configuration, never workflow input" in text
     assert DECISION.network.outbound
@@ -129,8 +131,8 @@ def test_decision_network_boundary_is_the_shared_gateway_on_server_hosts() -> No
 
 
 @pytest.mark.parametrize("metadata", [COMPLETION, DECISION], ids=["completion", "decision"])
-def test_every_failure_row_of_the_seed_is_declared_verbatim(metadata: ModuleMetadata) -> None:
-    rows = table(seed(metadata.seed), "Failure")
+def test_every_failure_row_of_the_contract_is_declared_verbatim(metadata: ModuleMetadata) -> None:
+    rows = table(contract_document(metadata.source), "Failure")
     assert [row["Failure"] for row in rows] == [failure.name for failure in metadata.failures]
     for row, failure in zip(rows, metadata.failures, strict=True):
         assert (failure.cause, failure.retryable, failure.recovery) == (
@@ -141,7 +143,7 @@ def test_every_failure_row_of_the_seed_is_declared_verbatim(metadata: ModuleMeta
 
 
 def test_forced_completion_declares_the_seeds_budget_and_five_codes() -> None:
-    text = seed(FORCED_COMPLETION.seed)
+    text = contract_document(FORCED_COMPLETION.source)
     assert "Default remains 2." in text
     assert FORCED_COMPLETION.configuration_defaults()["maxCompletionRetries"] == 2
     codes = set(re.findall(r"framework_(?:forced_)?completion_[a-z_]+", text))

@@ -94,8 +94,8 @@ def test_every_factory_builds_valid_instances_that_round_trip(factory: Any) -> N
 def test_factories_cover_every_public_record_model() -> None:
     import harness.cassettes
     import harness.cassettes.cassette
-    import harness.cassettes.sse
     import harness.protocol
+    import harness.sse
     import harness.stores
 
     built = {factory.__model__ for factory in FACTORIES}
@@ -105,7 +105,7 @@ def test_factories_cover_every_public_record_model() -> None:
             harness.protocol,
             harness.cassettes,
             harness.cassettes.cassette,
-            harness.cassettes.sse,
+            harness.sse,
             harness.stores,
         )
         for value in vars(module).values()

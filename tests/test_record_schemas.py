@@ -9,11 +9,12 @@ import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
-from harness.cli import RECORD_SCHEMAS, main, record_schema, record_schema_text
+from harness.cli import main
 from harness.protocol.chunks import ForcedCompletionChunk
 from harness.protocol.envelope import ArtifactRef
 from harness.protocol.forced import ForcedCompletionState
 from harness.protocol.outcome import AgentOutcome, EndTurn
+from harness.schemas import RECORD_SCHEMAS, record_schema, record_schema_text
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 FIX = "regenerate them with `.venv/bin/harness schema records` and commit schemas/"

@@ -71,23 +71,35 @@ class Memory(WireModel):
     memories: tuple[str, ...] = ()
 
 
-class AgentDefinition(WireModel):
-    """One agent. With `output_schema` it must end with schema-valid output or a coded failure."""
+class AgentParts(WireModel):
+    """What an agent is made of, declared once: `AgentDefinition` and a scenario file's agent
+    block (`harness.scenarios.format.AgentSpec`) both extend it, so a field or a bound added
+    here holds for both, and a scenario refuses what a definition would refuse at the same key.
+    """
 
-    name: str = "agent"
     system_prompt: str = "You are a helpful agent."
-    model: str = Field(default="gpt-4o-mini", min_length=1)
     tools: tuple[AgentTool, ...] = ()
     output_schema: dict[str, JsonValue] | None = None
     max_steps: PositiveInt = DEFAULT_MAX_STEPS
-    max_completion_retries: NonNegativeInt = DEFAULT_MAX_COMPLETION_RETRIES
     max_tokens: PositiveInt | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
-    reasoning: Reasoning | None = None
     stream: bool = False
     skills: Skills | None = None
     workspace: Workspace | None = None
     memory: Memory | None = None
+
+    def parts(self) -> dict[str, object]:
+        """These fields by name, values as they are (for building the other extension)."""
+        return {name: getattr(self, name) for name in AgentParts.model_fields}
+
+
+class AgentDefinition(AgentParts):
+    """One agent. With `output_schema` it must end with schema-valid output or a coded failure."""
+
+    name: str = "agent"
+    model: str = Field(default="gpt-4o-mini", min_length=1)
+    max_completion_retries: NonNegativeInt = DEFAULT_MAX_COMPLETION_RETRIES
+    reasoning: Reasoning | None = None
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> AgentDefinition:

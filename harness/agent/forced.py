@@ -46,25 +46,23 @@ class ForcedCompletion:
     def check_budget(self) -> None:
         """Raise `ForcedCompletionExhausted` when no attempt is left (budget 0 included)."""
         if self.state.attempts_used >= self.state.max_attempts:
-            raise ForcedCompletionExhausted(self.state.model_copy(update={"status": "exhausted"}))
+            raise ForcedCompletionExhausted(self.state.evolve(status="exhausted"))
 
     def consume_attempt(self, code: str) -> ForcedCompletionState:
         """Count one failed attempt; raise `ForcedCompletionExhausted` from it when none is left."""
-        state = self.state.model_copy(
-            update={"attempts_used": self.state.attempts_used + 1, "last_failure_code": code}
+        state = self.state.evolve(
+            attempts_used=self.state.attempts_used + 1, last_failure_code=code
         )
         if state.attempts_used >= state.max_attempts:
-            raise ForcedCompletionExhausted(state.model_copy(update={"status": "exhausted"}))
+            raise ForcedCompletionExhausted(state.evolve(status="exhausted"))
         return state
 
     def succeed(self) -> ForcedCompletionState:
-        return self.state.model_copy(
-            update={"attempts_used": self.state.attempts_used + 1, "status": "succeeded"}
-        )
+        return self.state.evolve(attempts_used=self.state.attempts_used + 1, status="succeeded")
 
     def fail(self, code: str) -> ForcedCompletionState:
         """End the phase with a non-budget failure (the attempt is not counted)."""
-        return self.state.model_copy(update={"status": "failed", "last_failure_code": code})
+        return self.state.evolve(status="failed", last_failure_code=code)
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ class AgentLoop:
         call = OverrideCall(
             execution_phase=phase, step=state.step, forced_completion=state.forced_completion
         )
-        state = state.model_copy(update={"override_calls": (*state.override_calls, call)})
+        state = state.evolve(override_calls=(*state.override_calls, call))
         if override is None:
             return config, state
         if isinstance(override, LlmCallConfig):
@@ -171,7 +171,7 @@ class AgentLoop:
         messages = state.messages
         if self.agent.memory is not None and self.agent.memory.memories:
             messages = (*messages, memory_message(self.agent.memory.memories))
-            state = state.model_copy(update={"memory_recalls": state.memory_recalls + 1})
+            state = state.evolve(memory_recalls=state.memory_recalls + 1)
         request = LlmRequest(
             model=config.model,
             system=work_fragments(self.agent),
@@ -184,7 +184,7 @@ class AgentLoop:
             stream=self.agent.stream,
         )
         sent = SentRequest(kind="work", step=step, request=request)
-        state = state.model_copy(update={"requests": (*state.requests, sent)})
+        state = state.evolve(requests=(*state.requests, sent))
         try:
             response = self.completer.complete(request)
         except AgentDecisionCallException as error:
@@ -204,7 +204,7 @@ class AgentLoop:
             # Calls cut off mid-arguments are dropped: none is left without a result.
             history = (*state.messages, *_text_message(response.text))
             update["answers"] = state.answers
-            state = state.model_copy(update={**update, "messages": history}).with_chunks(*chunks)
+            state = state.evolve(**update, messages=history).with_chunks(*chunks)
             return self._trigger_or_end(state, "max_tokens")
 
         if response.tool_calls:
@@ -218,9 +218,7 @@ class AgentLoop:
                 ),
                 *results,
             )
-            state = state.model_copy(update={**update, "messages": history}).with_chunks(
-                *chunks, *tool_chunks
-            )
+            state = state.evolve(**update, messages=history).with_chunks(*chunks, *tool_chunks)
             if finish_output is not None:
                 return self._complete(state, finish_output)
             if state.step >= self.agent.max_steps:
@@ -228,7 +226,7 @@ class AgentLoop:
             return state
 
         history = (*state.messages, *_text_message(response.text))
-        state = state.model_copy(update={**update, "messages": history}).with_chunks(*chunks)
+        state = state.evolve(**update, messages=history).with_chunks(*chunks)
         if self.agent.output_schema is None:
             return self._complete(state, None)
         return self._trigger_or_end(state, "terminal_text")
@@ -278,9 +276,9 @@ class AgentLoop:
     def _trigger_or_end(self, state: RunState, trigger: ForcedTrigger) -> RunState:
         if self.agent.output_schema is None:
             # An agent without an output schema simply stops; a cut-off is reported as such.
-            ended = state.model_copy(update={"limit_reached": trigger != "terminal_text"})
+            ended = state.evolve(limit_reached=trigger != "terminal_text")
             return self._complete(ended, None)
-        return state.model_copy(update={"pending_trigger": trigger})
+        return state.evolve(pending_trigger=trigger)
 
     # -- forced completion ------------------------------------------------------------------------
 
@@ -289,8 +287,8 @@ class AgentLoop:
         started = ForcedCompletionChunk(
             phase="started", trigger=trigger, max_attempts=forced.state.max_attempts
         )
-        state = state.model_copy(
-            update={"phase": "forced", "pending_trigger": None, "forced_completion": forced.state}
+        state = state.evolve(
+            phase="forced", pending_trigger=None, forced_completion=forced.state
         ).with_chunks(started)
         try:
             forced.check_budget()
@@ -307,7 +305,7 @@ class AgentLoop:
             attempt=attempt,
             max_attempts=forced.max_attempts,
         )
-        return state.model_copy(update={"pending_forced_attempt": attempt}).with_chunks(chunk)
+        return state.evolve(pending_forced_attempt=attempt).with_chunks(chunk)
 
     def _forced_attempt(self, state: RunState) -> RunState:
         forced = _forced_state(state)
@@ -326,24 +324,22 @@ class AgentLoop:
             stream=self.agent.stream,
         )
         sent = SentRequest(kind="forced", step=state.step, attempt=attempt, request=request)
-        state = state.model_copy(
-            update={
-                "requests": (*state.requests, sent),
-                "messages": (*state.messages, nudge),
-                "pending_forced_attempt": None,
-            }
+        state = state.evolve(
+            requests=(*state.requests, sent),
+            messages=(*state.messages, nudge),
+            pending_forced_attempt=None,
         )
         phase = ForcedCompletion(forced)
         try:
             response = self.completer.complete(request)
         except ToolChoiceUnsupported as refusal:
             if refusal.status is None:  # refused by the capability check: nothing was sent
-                state = state.model_copy(update={"requests": state.requests[:-1]})
+                state = state.evolve(requests=state.requests[:-1])
             failed = phase.fail(CompletionCode.TOOL_CHOICE_UNSUPPORTED)
             chunk = self._attempt_chunk(
                 "attempt_failed", failed, attempt, CompletionCode.TOOL_CHOICE_UNSUPPORTED
             )
-            state = state.model_copy(update={"forced_completion": failed}).with_chunks(chunk)
+            state = state.evolve(forced_completion=failed).with_chunks(chunk)
             return self._fail(
                 state,
                 CompletionCode.TOOL_CHOICE_UNSUPPORTED,
@@ -351,7 +347,7 @@ class AgentLoop:
             )
         except AgentDecisionCallException:
             return self._attempt_failed(state, phase, attempt, LLM_CALL_FAILED)
-        state = state.model_copy(update={"forced_calls_returned": state.forced_calls_returned + 1})
+        state = state.evolve(forced_calls_returned=state.forced_calls_returned + 1)
         step = state.step
         chunks: list[StreamChunk] = [
             StepStartChunk(step=step, phase="forced"),
@@ -361,13 +357,11 @@ class AgentLoop:
         reply = classify(response, self.validator)
         history = (*state.messages, *self._answered(response, reply.problems, reply.succeeded))
         answers = state.answers + ((response.text,) if response.text.strip() else ())
-        state = state.model_copy(update={"messages": history, "answers": answers}).with_chunks(
-            *chunks
-        )
+        state = state.evolve(messages=history, answers=answers).with_chunks(*chunks)
         if reply.succeeded:
             succeeded = phase.succeed()
             chunk = self._attempt_chunk("succeeded", succeeded, attempt, None)
-            state = state.model_copy(update={"forced_completion": succeeded}).with_chunks(chunk)
+            state = state.evolve(forced_completion=succeeded).with_chunks(chunk)
             return self._complete(state, reply.output)
         assert reply.code is not None
         return self._attempt_failed(state, phase, attempt, reply.code)
@@ -415,7 +409,7 @@ class AgentLoop:
             chunk = self._attempt_chunk("attempt_failed", exhausted.state, attempt, code)
             return self._exhausted(state.with_chunks(chunk), exhausted)
         chunk = self._attempt_chunk("attempt_failed", after, attempt, code)
-        return state.model_copy(update={"forced_completion": after}).with_chunks(chunk)
+        return state.evolve(forced_completion=after).with_chunks(chunk)
 
     def _exhausted(self, state: RunState, exhausted: ForcedCompletionExhausted) -> RunState:
         chunk = ForcedCompletionChunk(
@@ -424,7 +418,7 @@ class AgentLoop:
             max_attempts=exhausted.state.max_attempts,
             code=CompletionCode.EXHAUSTED,
         )
-        state = state.model_copy(update={"forced_completion": exhausted.state}).with_chunks(chunk)
+        state = state.evolve(forced_completion=exhausted.state).with_chunks(chunk)
         return self._fail(state, CompletionCode.EXHAUSTED, str(exhausted))
 
     @staticmethod
@@ -445,18 +439,14 @@ class AgentLoop:
     # -- the end ----------------------------------------------------------------------------------
 
     def _complete(self, state: RunState, output: JsonValue) -> RunState:
-        return state.model_copy(
-            update={"status": "completed", "phase": "finishing", "output": output}
-        )
+        return state.evolve(status="completed", phase="finishing", output=output)
 
     def _fail(self, state: RunState, code: str, message: str) -> RunState:
-        return state.model_copy(
-            update={
-                "status": "failed",
-                "phase": "finishing",
-                "error_code": code,
-                "error_message": message,
-            }
+        return state.evolve(
+            status="failed",
+            phase="finishing",
+            error_code=code,
+            error_message=message,
         )
 
     def _finish(self, state: RunState) -> RunState:
@@ -470,9 +460,7 @@ class AgentLoop:
             "failed" if state.status == "failed" else "completed"
         )
         chunk = RunFinishChunk(status=status, error_code=state.error_code)
-        return state.model_copy(
-            update={"phase": "finished", "memory_extractions": extractions}
-        ).with_chunks(chunk)
+        return state.evolve(phase="finished", memory_extractions=extractions).with_chunks(chunk)
 
 
 def _forced_state(state: RunState) -> ForcedCompletionState:

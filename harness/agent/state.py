@@ -7,7 +7,7 @@ yet made), the answers so far, the chunk stream and every request sent.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal, get_args
 
 from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt
 
@@ -18,22 +18,18 @@ from harness.protocol.forced import ForcedCompletionState, ForcedTrigger
 
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
 RunPhase = Literal["work", "forced", "finishing", "finished"]
-PersistencePoint = Literal[
+CancelPoint = Literal[
     "run_started",
     "work_step_persisted",
     "forced_entered",
     "forced_attempt_persisted",
     "forced_attempt_finished",
-    "run_finished",
 ]
-PERSISTENCE_POINTS: tuple[PersistencePoint, ...] = (
-    "run_started",
-    "work_step_persisted",
-    "forced_entered",
-    "forced_attempt_persisted",
-    "forced_attempt_finished",
-    "run_finished",
-)
+"""Every persistence point a run can be cancelled after: all but `run_finished`, after which the
+run is over and nothing is left to cancel."""
+PersistencePoint = Literal[CancelPoint, "run_finished"]
+"""Where a runtime saves the run state, in the order a run first reaches them."""
+PERSISTENCE_POINTS: Final[tuple[PersistencePoint, ...]] = get_args(PersistencePoint)
 
 
 class SentRequest(WireModel):
@@ -82,19 +78,17 @@ class RunState(WireModel):
         return self.phase == "finished"
 
     def with_chunks(self, *chunks: StreamChunk) -> RunState:
-        return self.model_copy(update={"chunks": (*self.chunks, *chunks)})
+        return self.evolve(chunks=(*self.chunks, *chunks))
 
     def cancelled(self) -> RunState:
         """The run ended from outside before `run_finished`: status `cancelled`, no output and
         no error (even when the loop had already decided an outcome it had not yet finished),
         and a `run_finish` chunk saying so. The transcript, answers and forced-completion state
         stay as they were, and no memory is extracted: the run reached no terminal outcome."""
-        return self.model_copy(
-            update={
-                "status": "cancelled",
-                "phase": "finished",
-                "output": None,
-                "error_code": None,
-                "error_message": None,
-            }
+        return self.evolve(
+            status="cancelled",
+            phase="finished",
+            output=None,
+            error_code=None,
+            error_message=None,
         ).with_chunks(RunFinishChunk(status="cancelled"))

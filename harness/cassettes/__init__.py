@@ -3,7 +3,6 @@ scrubbing and tamper evidence, through an injected `httpx2` (or `httpx`) transpo
 
 from harness.cassettes.cassette import (
     FORMAT,
-    SIGNING_KEY_VARIABLE,
     Cassette,
     CassetteDocument,
     Interaction,
@@ -11,8 +10,6 @@ from harness.cassettes.cassette import (
     RecordedResponse,
 )
 from harness.cassettes.key import DEFAULT_VOLATILE_FIELDS, KEYED_HEADERS, canonical_request_key
-from harness.cassettes.scrub import PLACEHOLDER, Scrubber
-from harness.cassettes.sse import SseEvent
 from harness.cassettes.transport import CassetteTransport, HttpxCassetteTransport, RecordMode
 from harness.errors import (
     CassetteError,
@@ -23,6 +20,8 @@ from harness.errors import (
     CassetteWriteError,
     RecordModeError,
 )
+from harness.scrub import PLACEHOLDER, SIGNING_KEY_VARIABLE, Scrubber
+from harness.sse import SseEvent
 
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",

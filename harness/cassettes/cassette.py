@@ -59,8 +59,7 @@ from pydantic import (
 )
 
 from harness import files
-from harness.cassettes.key import MAX_BODY_DEPTH, canonical_request_key, json_nesting_depth
-from harness.cassettes.sse import SseEvent, render_sse
+from harness.cassettes.key import canonical_request_key
 from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
 from harness.files import (
     FileTooLargeError,
@@ -68,11 +67,13 @@ from harness.files import (
     read_regular_file,
     regular_file_exists,
 )
+from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
 from harness.protocol.canonical import canonical_json
+from harness.scrub import SIGNING_KEY_VARIABLE
+from harness.sse import SseEvent, render_sse
 
 FORMAT: Final = "harness-cassette/1"
 SUPPORTED_FORMATS: Final = (FORMAT,)
-SIGNING_KEY_VARIABLE: Final = "HARNESS_CASSETTE_KEY"
 SIGNATURE_PREFIX: Final = "hmac-sha256:"
 
 MAX_NESTING_DEPTH: Final = MAX_BODY_DEPTH + 4

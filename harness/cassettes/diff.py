@@ -9,9 +9,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from harness.cassettes.key import parse_json_body
-from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.errors import CassetteMiss
+from harness.json_body import parse_json_body
+from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
 if TYPE_CHECKING:
     from harness.cassettes.cassette import Cassette

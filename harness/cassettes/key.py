@@ -21,34 +21,18 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import accumulate
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from harness.errors import CassetteError
+from harness.json_body import parse_json_body
+from harness.providers import detect_provider
+from harness.scrub import CREDENTIAL_QUERY_PARAMETERS
 
 KEYED_HEADERS: Final = frozenset(
     {"anthropic-version", "anthropic-beta", "openai-beta", "openai-version", "api-version"}
 )
 """Headers that change what a provider does, and so are part of the key."""
-
-CREDENTIAL_QUERY_PARAMETERS: Final = frozenset(
-    {
-        "key",
-        "api_key",
-        "api-key",
-        "apikey",
-        "access_token",
-        "token",
-        "auth",
-        "sig",
-        "signature",
-        "client_secret",
-        "password",
-        "x-goog-api-key",
-    }
-)
-"""Query parameters that carry credentials: never keyed, always scrubbed."""
 
 DEFAULT_VOLATILE_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "openai": ("/user", "/safety_identifier", "/prompt_cache_key", "/metadata"),
@@ -66,15 +50,6 @@ class VolatileFieldError(CassetteError, ValueError):
     """A volatile-field entry is not a JSON pointer."""
 
     code = "cassette_volatile_field_invalid"
-
-
-def detect_provider(path: str) -> str | None:
-    """Guess the provider from a request path: Anthropic Messages or OpenAI(-compatible)."""
-    if path.endswith(("/messages", "/messages/count_tokens")):
-        return "anthropic"
-    if path.endswith(("/chat/completions", "/completions", "/responses", "/embeddings")):
-        return "openai"
-    return None
 
 
 def canonical_request_key(
@@ -143,51 +118,6 @@ def keyed_headers(
         if lowered in KEYED_HEADERS:
             keyed.setdefault(lowered, []).append(value)
     return {name: ", ".join(values) for name, values in keyed.items()}
-
-
-MAX_BODY_DEPTH: Final = 252
-"""The deepest a JSON body may nest and still be read as JSON. Real LLM traffic nests a few dozen
-levels; a deeper body is keyed, scrubbed and stored as text, so no reader (nor the recursive JSON
-libraries behind it) comes near Python's recursion limit."""
-
-
-def parse_json_body(body: bytes | str | None) -> tuple[bool, Any]:
-    """`(True, value)` when `body` is a JSON document, else `(False, None)`.
-
-    Not JSON here, so kept as text: a body nested deeper than `MAX_BODY_DEPTH`, and one holding
-    `NaN` or `Infinity` (Python's parser accepts them; JSON and a cassette file cannot hold them).
-    """
-    if not body:
-        return False, None
-    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-    if (
-        raw.count(b"[") + raw.count(b"{") > MAX_BODY_DEPTH
-        and json_nesting_depth(raw) > MAX_BODY_DEPTH
-    ):
-        return False, None
-    try:
-        return True, json.loads(body, parse_constant=_not_a_json_number)
-    except (ValueError, UnicodeDecodeError):
-        return False, None
-
-
-def _not_a_json_number(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET_STEPS: Final = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in _BRACKET_STEPS)
-
-
-def json_nesting_depth(raw: bytes) -> int:
-    """The deepest bracket nesting of JSON text outside its strings, found without recursion.
-
-    The standard library parser recurses once per level, so this runs before it does. On text
-    that is not JSON it still bounds how deep a JSON parser could recurse into it.
-    """
-    skeleton = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_BRACKET_STEPS.__getitem__, skeleton)), default=0)
 
 
 def _canonical_body(
@@ -281,15 +211,12 @@ def _without(node: Any, parts: list[str]) -> Any:
 
 
 __all__ = [
-    "CREDENTIAL_QUERY_PARAMETERS",
     "DEFAULT_VOLATILE_FIELDS",
     "KEYED_HEADERS",
     "VolatileFieldError",
     "canonical_request_bytes",
     "canonical_request_key",
-    "detect_provider",
     "keyed_headers",
-    "parse_json_body",
     "remove_pointers",
     "split_pointer",
 ]

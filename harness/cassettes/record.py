@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.cassettes.cassette import RecordedRequest, RecordedResponse
-from harness.cassettes.key import canonical_request_key, parse_json_body
-from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
-from harness.cassettes.sse import parse_sse
+from harness.cassettes.key import canonical_request_key
 from harness.http_clients import AnyRequest
+from harness.json_body import parse_json_body
+from harness.scrub import DEFAULT_SCRUBBER, Scrubber
+from harness.sse import parse_sse
 
 DROPPED_RESPONSE_HEADERS: Final = frozenset(
     {

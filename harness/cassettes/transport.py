@@ -29,9 +29,8 @@ import httpx2
 
 from harness.cassettes.cassette import Cassette, Interaction, cassette_exists
 from harness.cassettes.diff import explain_miss
-from harness.cassettes.key import detect_provider, keyed_headers, split_pointer
+from harness.cassettes.key import keyed_headers, split_pointer
 from harness.cassettes.record import Recorder
-from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import current_run_id, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
@@ -47,6 +46,8 @@ from harness.http_clients import (
     describe_transport,
     library_of,
 )
+from harness.providers import detect_provider
+from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
 _log = logging.getLogger(__name__)
 

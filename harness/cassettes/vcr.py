@@ -69,17 +69,13 @@ from harness.cassettes.cassette import (
     write_atomically,
 )
 from harness.cassettes.diff import structural_diff
-from harness.cassettes.key import (
-    MAX_BODY_DEPTH,
-    canonical_request_bytes,
-    canonical_request_key,
-    detect_provider,
-    json_nesting_depth,
-)
+from harness.cassettes.key import canonical_request_bytes, canonical_request_key
 from harness.cassettes.record import Recorder
-from harness.cassettes.scrub import DEFAULT_SCRUBBER, Scrubber
 from harness.cassettes.store import lock_for
 from harness.errors import CassetteError, CassetteFormatError
+from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
+from harness.providers import detect_provider
+from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
 MATCHER_NAME: Final = "request_hash"
 VCR_CASSETTE_SUFFIXES: Final = (".yaml", ".yml")

@@ -53,7 +53,7 @@ from harness.errors import (
     IllegalArgumentException,
     ToolChoiceUnsupported,
 )
-from harness.llm.adapters import (
+from harness.llm._wire import (
     RequestReader,
     ServerSentEventLike,
     WireReader,
@@ -68,9 +68,9 @@ from harness.llm.adapters import (
     stream_pieces,
     wire_system,
 )
-from harness.llm.capabilities import Effort
 from harness.llm.models import (
     AssistantMessage,
+    Effort,
     LlmRequest,
     LlmResponse,
     LlmToolCall,
@@ -752,7 +752,7 @@ def _refuses_tool_choice(error: dict[str, JsonValue]) -> bool:
 
 
 def stop_reason_for(response: LlmResponse) -> str:
-    """The `stop_reason` a rendered reply carries (see `harness.llm.adapters.stop_word`).
+    """The `stop_reason` a rendered reply carries (see `harness.llm._wire.stop_word`).
 
     `EndTurn` is "end_turn" (or "stop_sequence" when that is the reply's own word), `ToolUse`
     "tool_use", `LimitReached` "max_tokens"; `Other(reason)` keeps the reason when it is one of

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from harness.errors import IllegalArgumentException, ToolChoiceUnsupported
-from harness.llm.models import LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
+from harness.llm.models import Effort, LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
+from harness.providers import PROVIDERS as PROVIDERS
+from harness.providers import Provider as Provider
 
-Provider = Literal["openai", "anthropic"]
-PROVIDERS: Final[tuple[Provider, ...]] = ("openai", "anthropic")
-Effort = Literal["minimal", "low", "medium", "high"]
-ALL_EFFORTS: Final[tuple[Effort, ...]] = ("minimal", "low", "medium", "high")
+ALL_EFFORTS: Final[tuple[Effort, ...]] = get_args(Effort)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,6 @@ import httpx
 import httpx2
 from httpx_sse import EventSource
 
-from harness.cassettes.scrub import redact
 from harness.errors import AgentDecisionCallException, HarnessError
 from harness.http_clients import (
     HTTP_ERRORS,
@@ -34,6 +33,7 @@ from harness.http_clients import (
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import PROVIDERS, Provider, check_request
 from harness.llm.models import LlmRequest, LlmResponse
+from harness.scrub import redact
 
 if TYPE_CHECKING:
     from harness.llm.script import ScriptedReply
@@ -255,7 +255,7 @@ class LlmGateway:
         response_model = self.adapter.parse_response(payload)
         retrieval = payload.get("retrieval") if isinstance(payload, dict) else None
         if retrieval is not None:
-            # The LLM compatibility gateway's extension: GrayMatter retrieval receipts.
+            # The LLM compatibility gateway's extension: retrieval receipts.
             metadata = {**response_model.metadata, "retrieval": retrieval}
             response_model = response_model.model_copy(update={"metadata": metadata})
         return response_model

@@ -106,11 +106,15 @@ class ReasoningDisabled(WireModel):
     kind: Literal["disabled"] = "disabled"
 
 
+Effort = Literal["minimal", "low", "medium", "high"]
+"""How hard a reasoning model thinks, lowest first."""
+
+
 class ReasoningEffort(WireModel):
     """Reasoning on at an effort level (Anthropic: a thinking budget derived from it)."""
 
     kind: Literal["effort"] = "effort"
-    effort: Literal["minimal", "low", "medium", "high"]
+    effort: Effort
     budget_tokens: PositiveInt | None = None
 
 

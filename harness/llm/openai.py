@@ -31,12 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, get_args
 
 from pydantic import JsonValue
 
 from harness.errors import AgentDecisionCallException, HarnessError, ToolChoiceUnsupported
-from harness.llm.adapters import (
+from harness.llm._wire import (
     PayloadReader,
     RequestReader,
     ServerSentEventLike,
@@ -55,6 +55,7 @@ from harness.llm.adapters import (
 from harness.llm.capabilities import capabilities_for
 from harness.llm.models import (
     AssistantMessage,
+    Effort,
     LlmRequest,
     LlmResponse,
     LlmToolCall,
@@ -206,7 +207,7 @@ _TOOL_CHOICES: Final[Mapping[str, ToolChoice]] = {
     "none": "none",
     "required": "required",
 }
-_EFFORTS: Final = ("none", "minimal", "low", "medium", "high")
+_EFFORTS: Final = ("none", *get_args(Effort))  # "none" turns reasoning off
 _FORMATS: Final = ("text", "json_object", "json_schema")
 
 
@@ -701,7 +702,7 @@ def _refuses_tool_choice(error: dict[str, JsonValue]) -> bool:
 
 
 def finish_reason_for(response: LlmResponse) -> str:
-    """The `finish_reason` a rendered reply carries (see `harness.llm.adapters.stop_word`).
+    """The `finish_reason` a rendered reply carries (see `harness.llm._wire.stop_word`).
 
     `EndTurn` is "stop", `ToolUse` "tool_calls", `LimitReached` "length"; `Other(reason)` keeps
     the reason when it is one of `STOP_KINDS` (such as "content_filter") and is "stop" otherwise.

@@ -18,14 +18,13 @@ import httpx
 import httpx2
 from pydantic import Field, JsonValue, NonNegativeInt, model_validator
 
-from harness.cassettes.key import detect_provider
 from harness.errors import HarnessError
 from harness.http_clients import AnyRequest, AnyResponse, ChunkStream, library_of
 from harness.llm.adapters import RequestFormatError, adapter_for
-from harness.llm.capabilities import Provider
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
+from harness.providers import Provider, detect_provider
 
 DEFAULT_USAGE: Final = Usage(input_tokens=100, output_tokens=20, total_tokens=120)
 

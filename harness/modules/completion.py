@@ -29,7 +29,7 @@ OUTPUT_FINAL_ANSWER: Final = "finalAnswer"
 OUTPUT_AGENT_OUTCOME: Final = "agentOutcome"
 FINAL_ANSWER_OUTCOME: Final = "final_answer"
 MAX_ANSWER_UTF16_UNITS: Final = 65_536
-# The exact messages are the seed's, declared once in `harness.metadata.COMPLETION`.
+# The exact messages are the module contract's, declared once in `harness.metadata.COMPLETION`.
 REQUIRED_MESSAGE: Final = str(COMPLETION.failures[0].message)
 TOO_LONG_MESSAGE: Final = str(COMPLETION.failures[1].message)
 
@@ -80,7 +80,7 @@ class AgentCompletionModule:
     def execute(self, state: Mapping[str, object]) -> dict[str, str]:
         """Validate `state["agentFinalAnswer"]` and emit `finalAnswer` and `agentOutcome`.
 
-        Raises `IllegalArgumentException` (not retryable) with exactly one of the seed's two
+        Raises `IllegalArgumentException` (not retryable) with exactly one of the contract's two
         messages; neither the message nor any log line contains the rejected value.
         """
         self._outputs.clear()

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.providers import Provider
+
 Visibility = Literal["*"] | str
 
 
@@ -20,7 +22,7 @@ class LlmDetails:
 
     id: uuid.UUID
     name: str
-    provider: Literal["openai", "anthropic"]
+    provider: Provider
     model: str
     visible_to: frozenset[str] = frozenset({"*"})
 

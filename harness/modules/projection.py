@@ -1,4 +1,4 @@
-"""Bounded projection of tenant control state, as the Agent Decision seed requires.
+"""Bounded projection of tenant control state, as the Agent Decision module's contract requires.
 
 At most 8 nested levels, 64 items per collection and 16,000 characters (UTF-16 code units, as in
 Java) per text value. Cycles and excess depth become content-free omission markers; so do the
@@ -35,7 +35,7 @@ def omission(reason: str, count: int | None = None) -> dict[str, JsonValue]:
 
 def utf16_length(text: str) -> int:
     """The length of `text` in UTF-16 code units, i.e. Java's `String.length()`: what the
-    seeds' character limits count."""
+    contracts' character limits count."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 

@@ -18,6 +18,20 @@ class WireModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def evolve(self, **changes: object) -> Self:
+        """A copy with `changes`, each validated as its field is when the record is built.
+
+        A name the record has no field for, or a value its field refuses (a negative step, a
+        status it does not know), raises pydantic's `ValidationError` naming the field; the
+        record itself is left as it was. Only the changed fields are validated, so evolving a
+        long run's state costs what its changes cost. (`model_copy(update=...)` validates
+        nothing: it takes a misspelt name or a negative count silently.)
+        """
+        evolved = self.model_copy()
+        for name, value in changes.items():
+            self.__pydantic_validator__.validate_assignment(evolved, name, value)
+        return evolved
+
 
 class CamelWireModel(WireModel):
     """A wire record spelled camelCase on the wire and snake_case in Python.

@@ -1,6 +1,7 @@
 """`AgentDecision`: the provider-neutral typed decision the Agent Decision module emits.
 
-camelCase on the wire (`toolCalls`), snake_case in Python (`tool_calls`), as in the seed's example.
+camelCase on the wire (`toolCalls`), snake_case in Python (`tool_calls`), as in the example of the
+Agent Decision module's contract.
 """
 
 from __future__ import annotations
@@ -66,5 +67,6 @@ class AgentDecision(CamelWireModel):
         return self.outcome.normalized
 
     def to_wire(self) -> dict[str, JsonValue]:
-        """The camelCase JSON object without empty optional fields, as in the seed's example."""
+        """The camelCase JSON object without empty optional fields, as in the example of the
+        Agent Decision module's contract."""
         return self.model_dump(mode="json", exclude_defaults=True)

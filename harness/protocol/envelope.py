@@ -1,4 +1,4 @@
-"""The agent output envelope: the outputs declared by the seed's `xema/agent` action.
+"""The agent output envelope: the outputs the `xema/agent` workflow action declares.
 
 Execution metadata (`allocationId`, `durationMs`, ...) is kept apart from the values a workflow
 carries between jobs; the structured handoff is promoted to a versioned `json_payload` artifact and
@@ -48,7 +48,7 @@ class ArtifactRef(CamelWireModel):
 
 
 class AgentOutputEnvelope(CamelWireModel):
-    """Every output the `xema/agent@v1` action declares, shaped as its envelope document says."""
+    """Every output `xema/agent@v1` declares, with the shapes its documentation gives."""
 
     allocation_id: str
     outcome: EnvelopeOutcome

@@ -1,6 +1,6 @@
 """The canonical agent-outcome record and the neutral stop vocabulary (`StopKind`).
 
-Ported from `aion_core/agent_outcome.rs`: the record is exactly four mandatory snake_case string
+Ported from the record's Rust definition (`agent_outcome.rs`): the record is exactly four mandatory snake_case string
 keys, a payload missing one or carrying an extra one does not decode, and `stop_reason` is spelled
 by the one mapping `StopKind.canonical_stop_reason()`.
 """
@@ -200,7 +200,7 @@ class AgentOutcome(WireModel):
     def from_payload(cls, payload: Payload) -> AgentOutcome:
         """Decode a JSON result payload; a missing, extra or repeated key fails validation.
 
-        A repeated key is refused, as the seed's serde decoder refuses it, rather than letting the
+        A repeated key is refused, as the Rust definition's serde decoder refuses it, rather than letting the
         last value win.
         """
         repeated = _repeated_keys(payload.bytes)

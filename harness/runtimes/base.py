@@ -12,11 +12,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
 
 from harness.agent.loop import AgentLoop
 from harness.agent.state import PersistencePoint, RunState
 from harness.errors import HarnessError
 from harness.stores.base import StateStore, StoredRun
+
+RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
+"""The runtimes the harness models, one `RuntimeProfile` each (`harness.runtimes.PROFILES`)."""
+RUNTIME_NAMES: Final[tuple[RuntimeName, ...]] = get_args(RuntimeName)
 
 
 class SimulatedCrash(HarnessError):
@@ -59,7 +64,7 @@ class RuntimeOptions:
 class RuntimeProfile:
     """What distinguishes one runtime: where it persists, which hooks it honours."""
 
-    name: str
+    name: RuntimeName
     persists_at: frozenset[PersistencePoint]
     invokes_config_override: bool
     needs_forced_completion_activity: bool = False

@@ -1,8 +1,9 @@
-"""The five runtime profiles of the forced-completion seed, and their documented differences.
+"""The five runtime profiles, and the differences their documentation states.
 
 Every profile persists at every persistence point (the forced-completion state is persisted
 before each forced call on all of them) and validates `__finish__` output against the schema
-(DBOS too, since the fix the seed documents). They differ where the seed says they do:
+(DBOS too, since the fix the forced-completion migration guide documents). They differ where
+the guide says they do:
 
 - `llm_config_override` is invoked (with the execution phase and the forced-completion state)
   only on `js` and `cloudflare-do`, which delegates its step loop to the JS iterator;
@@ -19,7 +20,14 @@ from typing import Final
 
 from harness.agent.state import PERSISTENCE_POINTS
 from harness.errors import HarnessError
-from harness.runtimes.base import Fault, Runtime, RuntimeOptions, RuntimeProfile
+from harness.runtimes.base import (
+    RUNTIME_NAMES,
+    Fault,
+    Runtime,
+    RuntimeName,
+    RuntimeOptions,
+    RuntimeProfile,
+)
 from harness.stores.base import StateStore
 
 
@@ -65,9 +73,13 @@ DBOS: Final = RuntimeProfile(
     "against the live output schema; llm_config_override is not invoked",
 )
 
-PROFILES: Final[Mapping[str, RuntimeProfile]] = {
+_BY_NAME: Final[Mapping[str, RuntimeProfile]] = {
     profile.name: profile for profile in (JS, CLOUDFLARE_DO, CLOUDFLARE_WORKFLOWS, TEMPORAL, DBOS)
 }
+PROFILES: Final[Mapping[RuntimeName, RuntimeProfile]] = {
+    name: _BY_NAME[name] for name in RUNTIME_NAMES
+}
+"""Every runtime's profile, in `RuntimeName` order (a name without a profile fails at import)."""
 
 
 def runtime_for(
@@ -77,7 +89,7 @@ def runtime_for(
     options: RuntimeOptions | None = None,
 ) -> Runtime:
     """The runtime of profile `name` over `store`; an unknown name lists the profiles."""
-    profile = PROFILES.get(name)
+    profile = _BY_NAME.get(name)
     if profile is None:
         raise UnknownRuntime(
             f"expected one of {', '.join(PROFILES)} but got runtime={name!r} "

@@ -134,13 +134,11 @@ def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegister
     if stored is None:  # pragma: no cover - run_started is always persisted first
         raise error
     state = RunState.model_validate_json(stored.state_json)
-    failed = state.model_copy(
-        update={
-            "status": "failed",
-            "phase": "finished",
-            "error_code": error.code,
-            "error_message": str(error),
-        }
+    failed = state.evolve(
+        status="failed",
+        phase="finished",
+        error_code=error.code,
+        error_message=str(error),
     ).with_chunks(RunFinishChunk(status="failed", error_code=error.code))
     store.save(
         StoredRun(

@@ -32,8 +32,6 @@ def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
     """The agent the scenario describes, validated as one document so that a refusal's location
     names the part at fault (`tools.1.name`); `agent_refusals` turns it into the scenario's."""
     default_model = "gpt-4o-mini" if scenario.provider == "openai" else "claude-sonnet-4-5"
-    skills = spec.skills
-    workspace = spec.workspace
     # An omitted budget is left out, so the definition's own default applies, as it does for
     # an agent defined without one.
     budget = (
@@ -43,33 +41,11 @@ def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
     )
     return AgentDefinition.model_validate(
         {
+            **spec.parts(),
             **budget,
             "name": scenario.name,
-            "system_prompt": spec.system_prompt,
             "model": scenario.model or default_model,
-            "tools": [t.model_dump() for t in spec.tools],
-            "output_schema": spec.output_schema,
-            "max_steps": spec.max_steps,
-            "max_tokens": spec.max_tokens,
-            "temperature": spec.temperature,
             "reasoning": reasoning(spec.reasoning),
-            "stream": spec.stream,
-            "skills": None
-            if skills is None
-            else {
-                "catalog": [
-                    {"name": s.name, "description": s.description, "body": s.body}
-                    for s in skills.catalog
-                ],
-                "preloaded": [{"name": s.name, "body": s.body} for s in skills.preloaded],
-            },
-            "workspace": None
-            if workspace is None
-            else {
-                "fragment": workspace.fragment,
-                "tools": [t.model_dump() for t in workspace.tools],
-            },
-            "memory": None if spec.memory is None else {"memories": spec.memory.memories},
         }
     )
 

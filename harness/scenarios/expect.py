@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pydantic import JsonValue
 
@@ -114,90 +114,150 @@ def check_agent(
 
 def check_observation(expect: Expect, run: AgentObservation) -> tuple[list[Mismatch], list[str]]:
     """Every mismatch between `expect` and an observed run, and the expectations skipped because
-    the run did not report what they check (each with its reason)."""
+    the run did not report what they check (each with its reason). Each given key is checked by
+    its entry in `AGENT_CHECKS`, in the table's order."""
     given = expect.given()
-    actual: dict[str, Any] = {
-        "status": run.status,
-        "error_code": run.error_code,
-        "error_message": run.error_message,
-        "output": run.output,
-        "llm_calls": sum(len(requests) for requests in run.requests.values()),
-        "forced_calls": len(run.requests.get("forced", [])),
-        "memory_extractions": run.memory_extractions,
-    }
     mismatches: list[Mismatch] = []
     skipped: list[str] = []
-
-    def unreported(key: str, counter: str) -> bool:
-        if key in given and getattr(run, counter) is None:
-            skipped.append(f"expect.{key}: the target does not report it (counters)")
-            return True
-        return False
-
-    for key in ("status", "error_code", "output", "llm_calls", "forced_calls"):
-        if key in given and given[key] != actual[key]:
-            mismatches.append(Mismatch(key, given[key], actual[key]))
-    if (
-        not unreported("memory_extractions", "memory_extractions")
-        and "memory_extractions" in given
-        and given["memory_extractions"] != run.memory_extractions
-    ):
-        mismatches.append(
-            Mismatch("memory_extractions", given["memory_extractions"], run.memory_extractions)
-        )
-    if "error_message" in given and not _contains(actual["error_message"], given["error_message"]):
-        mismatches.append(
-            Mismatch("error_message", given["error_message"], actual["error_message"])
-        )
-    if "output_valid" in given:
-        valid = _output_valid(run)
-        if valid != given["output_valid"]:
-            mismatches.append(Mismatch("output_valid", given["output_valid"], valid))
-    forced_chunks = run.forced_chunks()
-    if expect.chunks is not None:
-        mismatches.extend(_check_chunks(expect.chunks, forced_chunks))
-    if expect.chunk_sequence is not None:
-        mismatches.extend(check_chunk_sequence(expect.chunk_sequence, forced_chunks))
-    if expect.chunk_phases is not None:
-        chunk_phases = [chunk.phase for chunk in forced_chunks]
-        if chunk_phases != expect.chunk_phases:
-            mismatches.append(Mismatch("chunk_phases", expect.chunk_phases, chunk_phases))
-    crashes = expect.crashes
-    if not unreported("crashes", "crashes") and crashes is not None and crashes != run.crashes:
-        mismatches.append(Mismatch("crashes", crashes, run.crashes))
-    if expect.forced_request is not None:
-        mismatches.extend(
-            _check_requests("forced_request", expect.forced_request, run.requests["forced"])
-        )
-    if expect.work_request is not None:
-        mismatches.extend(
-            _check_requests("work_request", expect.work_request, run.requests["work"])
-        )
-    if not unreported("llm_config_override_calls", "override_calls") and (
-        "llm_config_override_calls" in given
-    ):
-        phases = list(run.override_calls or [])
-        wanted = given["llm_config_override_calls"]
-        got: Any = len(phases) if isinstance(wanted, int) else phases
-        if wanted != got:
-            mismatches.append(Mismatch("llm_config_override_calls", wanted, got))
-    for key in ("store", "store_absent"):
-        if key in given and not run.forced_state_reported:
-            skipped.append(f"expect.{key}: the target does not report forced_state (counters)")
-    stored = run.forced_state
-    if "store" in given and run.forced_state_reported:
-        stored_dict = None if stored is None else stored.model_dump(mode="json", by_alias=True)
-        wanted_store = given["store"]
-        if not _subset(wanted_store, stored_dict):
-            mismatches.append(Mismatch("store", wanted_store, stored_dict))
-    absent = given.get("store_absent")
-    if absent is not None and run.forced_state_reported and absent != (stored is None):
-        mismatches.append(Mismatch("store_absent", absent, stored is None))
-    if "outcome_record" in given and not _subset(given["outcome_record"], run.outcome_record):
-        mismatches.append(Mismatch("outcome_record", given["outcome_record"], run.outcome_record))
-    if "envelope" in given and not _subset(given["envelope"], run.envelope):
-        mismatches.append(Mismatch("envelope", given["envelope"], run.envelope))
+    for key, check in AGENT_CHECKS.items():
+        if key not in given:
+            continue
+        outcome = check(key, given[key], run)
+        if isinstance(outcome, Skip):
+            skipped.append(f"expect.{key}: {outcome.reason}")
+        else:
+            mismatches.extend(outcome)
     return mismatches, skipped
+
+
+@dataclass(frozen=True)
+class Skip:
+    """An expectation not checked, because the run did not report what it checks."""
+
+    reason: str
+
+
+AgentCheck = Callable[[str, Any, AgentObservation], list[Mismatch] | Skip]
+"""Checks one `expect:` key (its name, its value) against an observed run."""
+
+
+def _equal(read: Callable[[AgentObservation], Any]) -> AgentCheck:
+    """The key holds when its value equals what `read` finds in the run."""
+
+    def check(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+        actual = read(run)
+        return [] if wanted == actual else [Mismatch(key, wanted, actual)]
+
+    return check
+
+
+def _unless_null(check: AgentCheck) -> AgentCheck:
+    """`check`, for a key given a value: a key set to null checks nothing."""
+
+    def checked(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch] | Skip:
+        return [] if wanted is None else check(key, wanted, run)
+
+    return checked
+
+
+def _reported(
+    reported: Callable[[AgentObservation], bool], what: str, check: AgentCheck
+) -> AgentCheck:
+    """`check`, skipped (never passed) when the run did not report what it reads."""
+
+    def checked(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch] | Skip:
+        if not reported(run):
+            return Skip(f"the target does not report {what} (counters)")
+        return check(key, wanted, run)
+
+    return checked
+
+
+def _error_message(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+    if _contains(run.error_message, wanted):
+        return []
+    return [Mismatch(key, wanted, run.error_message)]
+
+
+def _output_valid_check(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+    valid = _output_valid(run)
+    return [] if valid == wanted else [Mismatch(key, wanted, valid)]
+
+
+def _chunk_phases(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+    phases = [chunk.phase for chunk in run.forced_chunks()]
+    return [] if phases == wanted else [Mismatch(key, wanted, phases)]
+
+
+def _requests(kind: str) -> AgentCheck:
+    def check(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+        return _check_requests(key, wanted, run.requests[kind])
+
+    return check
+
+
+def _override_calls(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+    phases = list(run.override_calls or [])
+    got: Any = len(phases) if isinstance(wanted, int) else phases
+    return [] if wanted == got else [Mismatch(key, wanted, got)]
+
+
+def _store(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+    stored = run.forced_state
+    stored_dict = None if stored is None else stored.model_dump(mode="json", by_alias=True)
+    return [] if _subset(wanted, stored_dict) else [Mismatch(key, wanted, stored_dict)]
+
+
+def _store_absent(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+    absent = run.forced_state is None
+    return [] if wanted == absent else [Mismatch(key, wanted, absent)]
+
+
+def _subset_of(read: Callable[[AgentObservation], Any]) -> AgentCheck:
+    """The key holds when its value matches what `read` finds as a subset (see `_subset`)."""
+
+    def check(key: str, wanted: Any, run: AgentObservation) -> list[Mismatch]:
+        actual = read(run)
+        return [] if _subset(wanted, actual) else [Mismatch(key, wanted, actual)]
+
+    return check
+
+
+def _counted(counter: str) -> Callable[[AgentObservation], bool]:
+    return lambda run: getattr(run, counter) is not None
+
+
+_FORCED_STATE = "forced_state"
+
+AGENT_CHECKS: Final[Mapping[str, AgentCheck]] = {
+    "status": _equal(lambda run: run.status),
+    "error_code": _equal(lambda run: run.error_code),
+    "output": _equal(lambda run: run.output),
+    "llm_calls": _equal(lambda run: sum(len(requests) for requests in run.requests.values())),
+    "forced_calls": _equal(lambda run: len(run.requests.get("forced", []))),
+    "memory_extractions": _reported(
+        _counted("memory_extractions"), "it", _equal(lambda run: run.memory_extractions)
+    ),
+    "error_message": _error_message,
+    "output_valid": _output_valid_check,
+    "chunks": _unless_null(lambda key, wanted, run: _check_chunks(wanted, run.forced_chunks())),
+    "chunk_sequence": _unless_null(
+        lambda key, wanted, run: check_chunk_sequence(wanted, run.forced_chunks())
+    ),
+    "chunk_phases": _unless_null(_chunk_phases),
+    "crashes": _reported(_counted("crashes"), "it", _unless_null(_equal(lambda run: run.crashes))),
+    "forced_request": _unless_null(_requests("forced")),
+    "work_request": _unless_null(_requests("work")),
+    "llm_config_override_calls": _reported(_counted("override_calls"), "it", _override_calls),
+    "store": _reported(lambda run: run.forced_state_reported, _FORCED_STATE, _store),
+    "store_absent": _reported(
+        lambda run: run.forced_state_reported, _FORCED_STATE, _unless_null(_store_absent)
+    ),
+    "outcome_record": _subset_of(lambda run: run.outcome_record),
+    "envelope": _subset_of(lambda run: run.envelope),
+}
+"""One checker per `expect:` key of an agent run, in the order their mismatches are reported.
+(`downstream` is checked on the workflow's result, by `check_downstream`.)"""
 
 
 def check_downstream(wanted: dict[str, DownstreamExpect], result: WorkflowResult) -> list[Mismatch]:

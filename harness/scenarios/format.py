@@ -25,25 +25,18 @@ from pydantic import (
     model_validator,
 )
 
+from harness.agent.definition import AgentParts
 from harness.agent.output import output_validator
+from harness.agent.state import CancelPoint, PersistencePoint
 from harness.cassettes.key import VolatileFieldError, split_pointer
 from harness.errors import IllegalArgumentException
+from harness.llm.models import Effort
 from harness.llm.script import ScriptedReply
-from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, check_cancel
+from harness.providers import Provider
+from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, RuntimeName, check_cancel
+from harness.stores.base import StoreKind
 from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION
 from harness.workflow import Workflow
-
-RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal", "dbos"]
-StoreName = Literal["memory", "sqlite", "postgres", "redis"]
-ProviderName = Literal["openai", "anthropic"]
-CrashPoint = Literal[
-    "run_started",
-    "work_step_persisted",
-    "forced_entered",
-    "forced_attempt_persisted",
-    "forced_attempt_finished",
-    "run_finished",
-]
 
 
 class ScenarioModel(BaseModel):
@@ -55,39 +48,6 @@ class ScenarioModel(BaseModel):
 # -- the agent --------------------------------------------------------------------------------------
 
 
-def _object_schema() -> dict[str, JsonValue]:
-    return {"type": "object", "properties": {}}
-
-
-class ToolSpec(ScenarioModel):
-    name: str
-    description: str = ""
-    parameters: dict[str, JsonValue] = Field(default_factory=_object_schema)
-    result: JsonValue = None
-    error: str | None = None
-    requires_approval: bool = False
-
-
-class SkillSpec(ScenarioModel):
-    name: str
-    description: str = ""
-    body: str = ""
-
-
-class SkillsSpec(ScenarioModel):
-    catalog: list[SkillSpec] = Field(default_factory=list)
-    preloaded: list[SkillSpec] = Field(default_factory=list)
-
-
-class WorkspaceSpec(ScenarioModel):
-    fragment: str = "You have a workspace. Use its tools to read and change files."
-    tools: list[ToolSpec] = Field(default_factory=list)
-
-
-class MemorySpec(ScenarioModel):
-    memories: list[str] = Field(default_factory=list)
-
-
 class ConfigOverrideSpec(ScenarioModel):
     """What the agent's `llm_config_override` callback returns in the forced phase."""
 
@@ -96,10 +56,14 @@ class ConfigOverrideSpec(ScenarioModel):
     max_tokens: PositiveInt | None = None
 
 
-class AgentSpec(ScenarioModel):
-    system_prompt: str = "You are a helpful agent."
+# The fields every agent has come from `AgentParts`, the one declaration `AgentDefinition`
+# extends too; the run's definition is built from this block and the scenario's name and model
+# (`harness.scenarios.build.agent_definition`).
+class AgentSpec(AgentParts):
+    """The agent under test: its prompt, tools, output schema, budgets, skills, workspace and
+    memory, the message it is given, and what the scenario scripts around its run."""
+
     user_message: str = "Do the task."
-    output_schema: dict[str, JsonValue] | None = None
 
     @field_validator("output_schema")
     @classmethod
@@ -111,21 +75,13 @@ class AgentSpec(ScenarioModel):
                 raise ValueError(str(error)) from None
         return schema
 
-    max_steps: PositiveInt = 10
     max_completion_retries: int | None = Field(
         default=None,
         ge=0,
         description="the forced-completion budget (maxAttempts); omitted, the runtime's own "
         "default applies (2)",
     )
-    max_tokens: PositiveInt | None = None
-    temperature: float | None = None
-    reasoning: Literal["minimal", "low", "medium", "high", "disabled"] | None = None
-    stream: bool = False
-    tools: list[ToolSpec] = Field(default_factory=list)
-    skills: SkillsSpec | None = None
-    workspace: WorkspaceSpec | None = None
-    memory: MemorySpec | None = None
+    reasoning: Literal[Effort, "disabled"] | None = None
     llm_config_override: ConfigOverrideSpec | None = None
     deny_approval: list[str] = Field(
         default_factory=list, description="Approval-gated tools whose approval is denied."
@@ -144,7 +100,7 @@ class ModelSpec(ScenarioModel):
 
     id: uuid.UUID
     name: str
-    provider: ProviderName = "openai"
+    provider: Provider = "openai"
     model: str = "gpt-4o-mini"
     visible_to: list[str] = Field(default_factory=_everyone)
 
@@ -166,22 +122,11 @@ class ToolPolicySpec(ScenarioModel):
 
 
 class FaultSpec(ScenarioModel):
-    crash_after: CrashPoint
+    crash_after: PersistencePoint
     occurrence: PositiveInt = 1
 
     def plan(self) -> Fault:
         return Fault(self.crash_after, self.occurrence)
-
-
-CancelPoint = Literal[
-    "run_started",
-    "work_step_persisted",
-    "forced_entered",
-    "forced_attempt_persisted",
-    "forced_attempt_finished",
-]
-"""Every persistence point but `run_finished`: after it the run is over and nothing is left to
-cancel."""
 
 
 class CancelSpec(ScenarioModel):
@@ -418,7 +363,7 @@ def _default_runtimes() -> list[RuntimeName]:
     return ["js"]
 
 
-def _default_stores() -> list[StoreName]:
+def _default_stores() -> list[StoreKind]:
     return ["sqlite"]
 
 
@@ -430,9 +375,9 @@ class Scenario(ScenarioModel):
     kind: Literal["agent", "decision", "completion", "store_check"] = "agent"
     tags: list[str] = Field(default_factory=list)
     runtimes: list[RuntimeName] = Field(default_factory=_default_runtimes, min_length=1)
-    stores: list[StoreName] = Field(default_factory=_default_stores, min_length=1)
+    stores: list[StoreKind] = Field(default_factory=_default_stores, min_length=1)
     temporal: TemporalSpec | None = None
-    provider: ProviderName = "openai"
+    provider: Provider = "openai"
     model: str | None = None
     cassette: CassettePath | None = None
     volatile: list[VolatilePointer] = Field(

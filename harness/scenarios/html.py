@@ -3,7 +3,7 @@ the summary, filters, and each cell's mismatch lines, source link and timeline.
 
 `harness run --html` and the pytest plugin's `--harness-html` both write it with `write_html`
 from `CellView`s, which travel as JSON (from a pytest-xdist worker to the controller). Every
-text is redacted (`harness.cassettes.scrub`) before it is rendered, and the page is redacted
+text is redacted (`harness.scrub`) before it is rendered, and the page is redacted
 again as a whole, as every other report is.
 """
 
@@ -18,7 +18,6 @@ from typing import Any, Final, Literal
 
 import jinja2
 
-from harness.cassettes.scrub import redact, redact_json, secrets_sent
 from harness.files import write_atomically
 from harness.llm.models import (
     AssistantMessage,
@@ -33,6 +32,7 @@ from harness.protocol._base import WireModel
 from harness.scenarios.detail import CallDetail, CellDetail
 from harness.scenarios.report import failure_lines, skip_lines
 from harness.scenarios.run import CellResult
+from harness.scrub import redact, redact_json, secrets_sent
 
 CellStatus = Literal["passed", "failed", "error", "skipped"]
 TEMPLATE: Final = "report.html.j2"

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cassettes.scrub import redact
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.scenarios.run import CellResult
+from harness.scrub import redact
 
 
 class ReportPathError(HarnessError, ValueError):
@@ -59,7 +59,7 @@ def _check_writable(option: str, path: Path) -> None:
 
 def failure_lines(result: CellResult) -> list[str]:
     """`file:line id: expect.key: expected X, got Y` for each mismatch (or the error), with
-    secrets redacted (`harness.cassettes.scrub.redact`), as everywhere a report is printed."""
+    secrets redacted (`harness.scrub.redact`), as everywhere a report is printed."""
     loaded = result.cell.loaded
     lines = [
         f"{loaded.path}:{loaded.line_of(m.key)} {result.cell.id}: expect.{m.key}: "

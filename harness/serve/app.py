@@ -29,13 +29,15 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import Receive, Scope, Send
 
 from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
-from harness.cassettes.key import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import HTTP_ERRORS, ChunkStream
-from harness.llm.adapters import adapter_for, json_type
+from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
+from harness.llm._wire import json_type
+from harness.llm.adapters import adapter_for
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
-from harness.serve.routing import ENDPOINTS, Provider, Route, RouteError, cassette_path, route
+from harness.providers import Provider
+from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
 CONTROL_PREFIX: Final = "/_harness"
 DEFAULT_OUTPUT_TOOL: Final = "__finish__"

@@ -13,8 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final, Literal
 
 from harness.errors import HarnessError
-
-Provider = Literal["openai", "anthropic"]
+from harness.providers import Provider
 
 ENDPOINTS: Final[dict[str, Provider]] = {
     "/v1/chat/completions": "openai",

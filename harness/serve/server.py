@@ -21,8 +21,8 @@ from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.llm.script import ScriptedReply, ScriptTransport
+from harness.providers import Provider
 from harness.serve.app import DEFAULT_OUTPUT_TOOL, ReplayApp, ServeConfig, Session
-from harness.serve.routing import Provider
 
 STARTUP_SECONDS: Final = 30.0
 

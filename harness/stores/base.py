@@ -7,10 +7,14 @@ in Redis). Stores know nothing of agents: they keep what they are given.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Literal, Protocol, get_args
 
 from harness.protocol._base import WireModel
 from harness.protocol.forced import ForcedCompletionState
+
+StoreKind = Literal["memory", "sqlite", "postgres", "redis"]
+"""The stores the harness ships; a store URL's scheme names one (`harness.stores.urls`)."""
+STORE_KINDS: Final[tuple[StoreKind, ...]] = get_args(StoreKind)
 
 
 class StoredRun(WireModel):

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Final
 
 from harness.errors import HarnessError
-from harness.stores.base import StateStore
+from harness.stores.base import StateStore, StoreKind
 from harness.stores.memory import MemoryStore
 
 DEFAULT_SQLITE_PATH: Final = Path(".harness") / "runs.sqlite3"
-STORE_KINDS: Final = ("memory", "sqlite", "postgres", "redis")
 
 
 class StoreUrlError(HarnessError, ValueError):
@@ -32,9 +31,10 @@ def default_store_url(folder: Path | None = None) -> str:
     return f"sqlite:///{path}"
 
 
-def store_kind(url: str) -> str:
+def store_kind(url: str) -> StoreKind:
+    """The kind of store `url` names by its scheme (`postgresql` and `rediss` included)."""
     scheme = url.split("://", 1)[0] if "://" in url else ""
-    kinds = {
+    kinds: dict[str, StoreKind] = {
         "memory": "memory",
         "sqlite": "sqlite",
         "postgres": "postgres",
@@ -61,7 +61,7 @@ def sqlite_path(url: str) -> str:
     return path
 
 
-def check_store_url(url: str) -> str:
+def check_store_url(url: str) -> StoreKind:
     """The store kind of `url` once its form is checked (nothing is opened): a known scheme, a
     SQLite file path, a PostgreSQL conninfo or Redis URL that parses. Raises `StoreUrlError`
     saying what is wrong, never echoing the URL (it may hold a password)."""

@@ -15,7 +15,7 @@ misspelt value fails the cell. `harness schema target` prints this protocol as a
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, NonNegativeInt, TypeAdapter
 from pydantic.json_schema import models_json_schema
@@ -24,19 +24,13 @@ from harness.protocol.chunks import StreamChunk
 from harness.protocol.envelope import AgentOutputEnvelope
 from harness.protocol.forced import ForcedCompletionState
 from harness.protocol.outcome import AgentOutcome
+from harness.providers import Provider
 
 PROTOCOL_VERSION: Final = 1
 
 ScenarioKind = Literal["agent", "decision", "completion"]
 Feature = Literal["faults", "llm_config_override", "memory", "streaming", "approval", "cancel"]
-FEATURES: Final[tuple[str, ...]] = (
-    "faults",
-    "llm_config_override",
-    "memory",
-    "streaming",
-    "approval",
-    "cancel",
-)
+FEATURES: Final[tuple[Feature, ...]] = get_args(Feature)
 """What a cell may need beyond a plain run: simulated crashes and resumes (`faults`), the
 `llm_config_override` callback, memory recall and extraction, streamed model calls, approval-gated
 tools, and cancelling a run (`cancel`)."""
@@ -71,7 +65,7 @@ class AgentCell(Message):
     scenario: str
     runtime: str
     store: str
-    provider: Literal["openai", "anthropic"]
+    provider: Provider
     model: str
     base_urls: dict[str, str]
     agent: dict[str, JsonValue]

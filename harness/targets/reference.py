@@ -11,7 +11,7 @@ in-process runner; it is also the model a user's own target can be compared with
 from __future__ import annotations
 
 import functools
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import httpx2
 
@@ -40,6 +40,7 @@ from harness.targets.protocol import (
     AgentCell,
     Hello,
     ModuleCell,
+    ScenarioKind,
     Shutdown,
 )
 
@@ -56,7 +57,7 @@ def run(message: dict[str, Any]) -> dict[str, Any] | None:
             "type": "hello",
             "protocol": PROTOCOL_VERSION,
             "name": "harness reference",
-            "kinds": ["agent", "decision", "completion"],
+            "kinds": list(get_args(ScenarioKind)),
             "runtimes": sorted(PROFILES),
             "features": list(FEATURES),
         }

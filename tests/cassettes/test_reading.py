@@ -25,9 +25,9 @@ from harness.cassettes.cassette import (
     new_metadata,
     raw_interaction_digest,
 )
-from harness.cassettes.key import MAX_BODY_DEPTH
 from harness.cassettes.review import verify
 from harness.cassettes.store import save_recording
+from harness.json_body import MAX_BODY_DEPTH
 from tests.support.cassette_files import (
     BASE_URL,
     edit_cassette,

@@ -31,7 +31,7 @@ from harness.cassettes import (
     Scrubber,
     canonical_request_key,
 )
-from harness.cassettes.scrub import (
+from harness.scrub import (
     DEFAULT_SCRUBBER,
     MAX_JSON_DEPTH,
     MIN_SECRET_LENGTH,
@@ -43,7 +43,7 @@ from harness.cassettes.scrub import (
     redact_json,
     secrets_sent,
 )
-from harness.cassettes.sse import SseEvent, parse_sse
+from harness.sse import SseEvent, parse_sse
 from tests.support.cassette_traffic import NoNetwork
 from tests.support.fake_provider import (
     FakeProvider,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.cassettes.sse import SseEvent, parse_sse, render_sse
+from harness.sse import SseEvent, parse_sse, render_sse
 
 OPENROUTER = (
     ": OPENROUTER PROCESSING\n\n"

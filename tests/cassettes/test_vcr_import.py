@@ -25,8 +25,8 @@ from harness.cassettes import (
     CassetteTransport,
     canonical_request_key,
 )
-from harness.cassettes.sse import parse_sse
 from harness.cassettes.vcr import VcrImportError, import_vcr
+from harness.sse import parse_sse
 from tests.support.corpus import CORPUS_VARIABLE, corpus_folder
 
 SCRUBBED_HEADERS = frozenset({"cookie", "set-cookie", "openai-organization", "openai-project"})

@@ -23,9 +23,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.cassettes import Cassette, CassetteTransport
-from harness.cassettes.cassette import SIGNING_KEY_VARIABLE, raw_interaction_digest
+from harness.cassettes.cassette import raw_interaction_digest
 from harness.cassettes.review import verify
 from harness.errors import HarnessError
+from harness.scrub import SIGNING_KEY_VARIABLE
 from tests.support.cassette_files import BASE_URL, nested, record_every_shape, send_every_shape
 
 

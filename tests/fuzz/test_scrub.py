@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.cassettes.record import Recorder
-from harness.cassettes.scrub import PLACEHOLDER, Scrubber, redact, secrets_sent
-from harness.cassettes.sse import parse_sse, render_sse
 from harness.errors import HarnessError
+from harness.scrub import PLACEHOLDER, Scrubber, redact, secrets_sent
+from harness.sse import parse_sse, render_sse
 
 SECRETS = st.text(string.ascii_letters + string.digits, min_size=8, max_size=40).filter(
     lambda secret: secret not in PLACEHOLDER

@@ -15,7 +15,6 @@ from typing import Any, Literal
 import pytest
 from pydantic import JsonValue
 
-from harness.cassettes.sse import SseEvent
 from harness.errors import (
     AgentDecisionCallException,
     IllegalArgumentException,
@@ -42,6 +41,7 @@ from harness.llm.models import (
     UserMessage,
 )
 from harness.protocol.outcome import EndTurn, LimitReached, OtherStop, ToolUse
+from harness.sse import SseEvent
 
 Provider = Literal["openai", "anthropic"]
 Mode = Literal["plain", "stream"]

@@ -16,7 +16,6 @@ from typing import Any
 import httpx_sse
 import pytest
 
-from harness.cassettes.sse import parse_sse
 from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
 from harness.llm.adapters import ServerSentEventLike, adapter_for
 from harness.llm.models import (
@@ -27,6 +26,7 @@ from harness.llm.models import (
     UserMessage,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, ToolUse
+from harness.sse import parse_sse
 from tests.support.corpus import (
     ALL,
     ERRORS,

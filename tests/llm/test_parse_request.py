@@ -17,7 +17,8 @@ from pydantic import JsonValue
 
 from harness.errors import IllegalArgumentException
 from harness.llm import anthropic, openai
-from harness.llm.adapters import FRAGMENT_WIRE, RequestFormatError, RequestReader, adapter_for
+from harness.llm._wire import RequestReader
+from harness.llm.adapters import FRAGMENT_WIRE, RequestFormatError, adapter_for
 from harness.llm.models import (
     AssistantMessage,
     LlmRequest,

@@ -13,7 +13,6 @@ from typing import Any
 from pydantic import JsonValue
 
 from harness.agent.definition import AgentDefinition, AgentTool
-from harness.cassettes.sse import parse_sse
 from harness.llm import anthropic, openai
 from harness.llm.models import (
     AssistantMessage,
@@ -28,6 +27,7 @@ from harness.llm.models import (
 )
 from harness.protocol.outcome import EndTurn, ToolUse
 from harness.runtimes.run import run_agent
+from harness.sse import parse_sse
 from tests.support.scripted import TestCompleter
 
 THINKING: dict[str, JsonValue] = {

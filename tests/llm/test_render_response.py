@@ -18,10 +18,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.cassettes.sse import parse_sse
 from harness.errors import IllegalArgumentException
 from harness.llm import anthropic, openai
-from harness.llm.adapters import STREAM_PIECES, ProviderAdapter, adapter_for, stream_pieces
+from harness.llm._wire import STREAM_PIECES, stream_pieces
+from harness.llm.adapters import ProviderAdapter, adapter_for
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol.outcome import (
     AnyStopKind,
@@ -32,6 +32,7 @@ from harness.protocol.outcome import (
     OtherStop,
     ToolUse,
 )
+from harness.sse import parse_sse
 from tests.support.corpus import corpus_folder
 
 Provider = Literal["openai", "anthropic"]

@@ -1,4 +1,4 @@
-"""`AgentCompletionModule`, exactly as its seed."""
+"""`AgentCompletionModule`, exactly as its contract states."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`AgentDecisionModule`, exactly as its seed: selection, projection, catalog, protocol."""
+"""`AgentDecisionModule`, exactly as its contract states: selection, projection, catalog, protocol."""
 
 from __future__ import annotations
 

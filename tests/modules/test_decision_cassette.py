@@ -1,4 +1,5 @@
-"""The seed's example end to end: real gateway, real adapter, a committed cassette."""
+"""The example of the Agent Decision module's contract end to end: real gateway, real adapter,
+a committed cassette."""
 
 from __future__ import annotations
 

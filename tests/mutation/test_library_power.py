@@ -48,9 +48,8 @@ MUTANTS = (
     Mutant(
         name="exhausted-chunk-emitted-twice",
         path="agent/loop.py",
-        old='        state = state.model_copy(update={"forced_completion": exhausted.state})'
-        ".with_chunks(chunk)",
-        new='        state = state.model_copy(update={"forced_completion": exhausted.state})'
+        old="        state = state.evolve(forced_completion=exhausted.state).with_chunks(chunk)",
+        new="        state = state.evolve(forced_completion=exhausted.state)"
         ".with_chunks(chunk, chunk)",
         caught_by="expect.chunk_sequence",
         scenarios=("forced",),
@@ -139,9 +138,8 @@ MUTANTS = (
     Mutant(
         name="last-failure-cause-not-recorded",
         path="agent/forced.py",
-        old='            update={"attempts_used": self.state.attempts_used + 1, '
-        '"last_failure_code": code}',
-        new='            update={"attempts_used": self.state.attempts_used + 1}',
+        old="            attempts_used=self.state.attempts_used + 1, last_failure_code=code",
+        new="            attempts_used=self.state.attempts_used + 1",
         caught_by="expect.store",
         scenarios=("forced",),
     ),

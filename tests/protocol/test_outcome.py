@@ -54,7 +54,7 @@ def test_an_empty_session_id_is_refused_by_name() -> None:
     with pytest.raises(EmptySessionIdError) as caught:
         record.into_payload()
     assert "session_id" in str(caught.value)
-    assert str(caught.value) == (  # the seed's #[error] text, continuation lines joined
+    assert str(caught.value) == (  # the Rust definition's #[error] text, continuation lines joined
         "the agent-outcome record's mandatory `session_id` is empty \u2014 every harness fills it "
         "with the handle of the conversation that produced this outcome, and an empty handle "
         "names no conversation"

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cassettes.scrub import PLACEHOLDER
 from harness.cli import main
 from harness.llm import FRAGMENT_WIRE
 from harness.llm.models import FRAGMENT_SKILL_BODIES, FRAGMENT_SKILLS_CATALOG
@@ -25,6 +24,7 @@ from harness.scenarios.html import (
 from harness.scenarios.load import load_file
 from harness.scenarios.run import CellResult, RunOptions, expand, run_cell
 from harness.scenarios.targets import TargetSpec, target_runner
+from harness.scrub import PLACEHOLDER
 from harness.targets import REFERENCE_TARGET
 from tests.support.html_page import Element
 from tests.support.html_report import (

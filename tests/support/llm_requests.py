@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from harness.llm import anthropic
-from harness.llm.adapters import FRAGMENT_WIRE, compact_json
+from harness.llm._wire import compact_json
+from harness.llm.adapters import FRAGMENT_WIRE
 from harness.llm.models import (
     AssistantMessage,
     LlmRequest,

@@ -54,7 +54,8 @@ SEED_STATE: dict[str, object] = {
 
 
 def inspect_release(request: ReceivedRequest) -> Reply:
-    """The provider's answer in the seed's example: one call to workflow.execution.inspect."""
+    """The provider's answer in the example of the module's contract: one call to
+    workflow.execution.inspect."""
     return Reply(
         body={
             "id": "chatcmpl-seed42",
@@ -100,7 +101,7 @@ def decision_module(transport: CassetteTransport, base_url: str) -> AgentDecisio
 
 
 def record_decision_seed(path: Path) -> dict[str, object]:
-    """Record the seed example's one gateway call into `path`; return the module's outputs."""
+    """Record the contract example's one gateway call into `path`; return the module's outputs."""
     with serve(inspect_release) as provider:
         transport = CassetteTransport(path, mode="all", run_id=uuid.uuid4().hex)
         try:

@@ -62,10 +62,31 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final
 from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus
 
-from harness.cassettes.cassette import SIGNING_KEY_VARIABLE
-from harness.cassettes.key import CREDENTIAL_QUERY_PARAMETERS, MAX_BODY_DEPTH, parse_json_body
-from harness.cassettes.sse import SseEvent
 from harness.errors import CassetteError
+from harness.json_body import MAX_BODY_DEPTH, parse_json_body
+from harness.sse import SseEvent
+
+SIGNING_KEY_VARIABLE: Final = "HARNESS_CASSETTE_KEY"
+"""The environment variable holding the cassette signing key (`harness.cassettes`); declared
+here, below the cassettes, because its value is a secret every scrubber removes."""
+
+CREDENTIAL_QUERY_PARAMETERS: Final = frozenset(
+    {
+        "key",
+        "api_key",
+        "api-key",
+        "apikey",
+        "access_token",
+        "token",
+        "auth",
+        "sig",
+        "signature",
+        "client_secret",
+        "password",
+        "x-goog-api-key",
+    }
+)
+"""Query parameters that carry credentials: never keyed, always scrubbed."""
 
 PLACEHOLDER: Final = "[SCRUBBED]"
 MIN_SECRET_LENGTH: Final = 8
