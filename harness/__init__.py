@@ -70,7 +70,7 @@ _EXPORTS: dict[str, str] = {
     "IllegalArgumentException": "harness.errors",
     "OutputNotDeclaredError": "harness.errors",
     "SecurityException": "harness.errors",
-    "ToolChoiceUnsupported": "harness.errors",
+    "ToolChoiceUnsupportedError": "harness.errors",
 }
 
 __all__ = [
@@ -113,7 +113,7 @@ __all__ = [
     "SecurityException",
     "StopKind",
     "ToolCall",
-    "ToolChoiceUnsupported",
+    "ToolChoiceUnsupportedError",
     "__version__",
     "run_agent",
     "run_scenarios",
@@ -174,7 +174,7 @@ if TYPE_CHECKING:
         SecurityException as SecurityException,
     )
     from harness.errors import (
-        ToolChoiceUnsupported as ToolChoiceUnsupported,
+        ToolChoiceUnsupportedError as ToolChoiceUnsupportedError,
     )
     from harness.llm.gateway import (
         GatewayConfig as GatewayConfig,

@@ -118,7 +118,7 @@ class CassetteError(HarnessError):
     code: ClassVar[str] = "cassette_error"
 
 
-class CassetteMiss(CassetteError, AssertionError):
+class CassetteMissError(CassetteError, AssertionError):
     """A request has no recorded answer left; the message explains the nearest recorded ones."""
 
     code: ClassVar[str] = "cassette_miss"
@@ -186,7 +186,7 @@ class AgentDecisionCallException(HarnessError):
         self.provider = provider
 
 
-class ToolChoiceUnsupported(AgentDecisionCallException):
+class ToolChoiceUnsupportedError(AgentDecisionCallException):
     """The provider or model cannot force a named tool (for example Anthropic with thinking on)."""
 
     code: ClassVar[str] = "tool_choice_unsupported"
@@ -207,7 +207,7 @@ class AgentDecisionProtocolException(HarnessError):
         self.correction = correction
 
 
-class ScenarioCellFailed(HarnessError, AssertionError):
+class ScenarioCellFailedError(HarnessError, AssertionError):
     """A scenario cell's expectations did not hold, or an error kept it from finishing.
 
     `result` is the cell's `CellResult` (typed loosely: errors import nothing of ours).
@@ -218,3 +218,13 @@ class ScenarioCellFailed(HarnessError, AssertionError):
     def __init__(self, cell_id: str, result: object) -> None:
         super().__init__(f"{cell_id} failed")
         self.result = result
+
+
+CassetteMiss = CassetteMissError
+"""The earlier name of `CassetteMissError`, kept so existing code keeps working."""
+
+ScenarioCellFailed = ScenarioCellFailedError
+"""The earlier name of `ScenarioCellFailedError`, kept so existing code keeps working."""
+
+ToolChoiceUnsupported = ToolChoiceUnsupportedError
+"""The earlier name of `ToolChoiceUnsupportedError`, kept so existing code keeps working."""

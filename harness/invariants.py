@@ -66,7 +66,7 @@ from harness.llm.models import (
     ToolResultMessage,
     UserMessage,
 )
-from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
+from harness.llm.script import ScriptedReply, ScriptExhaustedError, ScriptTransport
 from harness.modules.completion import (
     FINAL_ANSWER_OUTCOME,
     INPUT_FINAL_ANSWER,
@@ -88,7 +88,7 @@ from harness.protocol.chunks import ForcedCompletionChunk, RunFinishChunk, Strea
 from harness.protocol.forced import CompletionCode
 from harness.protocol.outcome import CANONICAL_STOP_REASONS, AgentOutcome
 from harness.runtimes.base import RUNTIME_NAMES, Fault
-from harness.runtimes.run import FaultNotReached, run_agent
+from harness.runtimes.run import FaultNotReachedError, run_agent
 
 __all__ = [
     "BARE_ERRORS",
@@ -501,7 +501,7 @@ def crash_resume_equivalent(
         for occurrence in range(1, max_occurrences + 1):
             try:
                 crashed = run((Fault(point, occurrence),))
-            except FaultNotReached:
+            except FaultNotReachedError:
                 break
             checked += 1
             if crashed.crashes != 1:
@@ -907,7 +907,7 @@ def _ran_dry(error: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
-        if isinstance(current, ScriptExhausted):
+        if isinstance(current, ScriptExhaustedError):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__

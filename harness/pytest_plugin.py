@@ -377,7 +377,7 @@ class ScenarioItem(pytest.Item):
         """With `--harness-html`: the cell as the report shows it, as JSON."""
 
     def runtest(self) -> None:
-        from harness.errors import ScenarioCellFailed
+        from harness.errors import ScenarioCellFailedError
         from harness.scenarios.run import run_cell
 
         runner = _target_runner(self.config)
@@ -392,14 +392,14 @@ class ScenarioItem(pytest.Item):
         if result.skipped is not None:
             pytest.skip(result.skipped)
         if not result.passed:
-            raise ScenarioCellFailed(result.cell.id, result)
+            raise ScenarioCellFailedError(result.cell.id, result)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
     ) -> str | TerminalRepr:
-        from harness.errors import ScenarioCellFailed
+        from harness.errors import ScenarioCellFailedError
 
-        if isinstance(excinfo.value, ScenarioCellFailed):
+        if isinstance(excinfo.value, ScenarioCellFailedError):
             from harness.scenarios.report import failure_lines
 
             return "\n".join(failure_lines(excinfo.value.result))  # type: ignore[arg-type]

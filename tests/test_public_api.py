@@ -138,14 +138,14 @@ def test_an_agent_runs_in_a_few_lines_importing_only_from_harness() -> None:
 def test_a_script_asked_in_the_other_providers_wire_says_so() -> None:
     from harness import GatewayConfig, LlmGateway, LlmRequest, ScriptedReply, ScriptTransport
     from harness.llm.models import UserMessage
-    from harness.llm.script import ScriptProviderMismatch
+    from harness.llm.script import ScriptProviderMismatchError
 
     script = ScriptTransport("openai", [ScriptedReply(text="hi")])
     config = GatewayConfig(provider="anthropic", base_url="https://api.anthropic.com")
     request = LlmRequest(model="claude-sonnet-4-5", messages=(UserMessage(content="hi"),))
     with (
         LlmGateway(config, transport=script) as gateway,
-        pytest.raises(ScriptProviderMismatch) as caught,
+        pytest.raises(ScriptProviderMismatchError) as caught,
     ):
         gateway.complete(request)
     assert "the script renders openai replies but the code under test called the anthropic" in str(
@@ -173,3 +173,45 @@ def test_run_scenarios_returns_typed_results_and_the_lines_harness_run_prints(
         'got {"text": "It is Lyon.", "final_message": "It is Lyon.", "stop_reason": "end_turn", '
         '"session_id": "session-capital"}'
     )
+
+
+JAVA_NAMES = {
+    "AgentDecisionCallException",
+    "AgentDecisionProtocolException",
+    "IllegalArgumentException",
+    "SecurityException",
+}
+"""The exception names the Agent Decision and Agent Completion module contracts give."""
+
+
+def test_every_error_class_follows_one_naming_convention() -> None:
+    """`...Error`, except the Java names the module contracts give; an earlier name may live on
+    as an alias of the same class, never as a second class."""
+    import importlib
+    import pkgutil
+
+    from harness.errors import HarnessError
+
+    classes: dict[str, type] = {}
+    for module_info in pkgutil.walk_packages(harness.__path__, "harness."):
+        if module_info.name.endswith(("pytest_plugin", "__main__")):
+            continue
+        module = importlib.import_module(module_info.name)
+        for name, value in vars(module).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, HarnessError)
+                and value.__module__ == module.__name__
+            ):
+                classes.setdefault(value.__name__, value)
+                if name != value.__name__:
+                    assert name in {alias for alias in vars(module) if not alias.startswith("_")}
+    wrong = sorted(
+        name for name in classes if not name.endswith("Error") and name not in JAVA_NAMES
+    )
+    assert wrong == [], "name them ...Error"
+    assert set(classes) >= JAVA_NAMES
+    from harness.errors import CassetteMiss, CassetteMissError, ToolChoiceUnsupported
+
+    assert CassetteMiss is CassetteMissError
+    assert ToolChoiceUnsupported is harness.ToolChoiceUnsupportedError

@@ -38,7 +38,7 @@ from harness.agent.tools import (
     approve_all,
     run_tool,
 )
-from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
+from harness.errors import AgentDecisionCallException, ToolChoiceUnsupportedError
 from harness.llm.gateway import Completer
 from harness.llm.models import (
     AssistantMessage,
@@ -332,7 +332,7 @@ class AgentLoop:
         phase = ForcedCompletion(forced)
         try:
             response = self.completer.complete(request)
-        except ToolChoiceUnsupported as refusal:
+        except ToolChoiceUnsupportedError as refusal:
             if refusal.status is None:  # refused by the capability check: nothing was sent
                 state = state.evolve(requests=state.requests[:-1])
             failed = phase.fail(CompletionCode.TOOL_CHOICE_UNSUPPORTED)

@@ -14,7 +14,7 @@ from harness.cassettes.transport import CassetteTransport, HttpxCassetteTranspor
 from harness.errors import (
     CassetteError,
     CassetteFormatError,
-    CassetteMiss,
+    CassetteMissError,
     CassetteTamperedError,
     CassetteUnplayedError,
     CassetteWriteError,
@@ -33,7 +33,7 @@ __all__ = [
     "CassetteDocument",
     "CassetteError",
     "CassetteFormatError",
-    "CassetteMiss",
+    "CassetteMissError",
     "CassetteTamperedError",
     "CassetteTransport",
     "CassetteUnplayedError",

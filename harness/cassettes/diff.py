@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from harness.errors import CassetteMiss
+from harness.errors import CassetteMissError
 from harness.json_body import parse_json_body
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
@@ -63,8 +63,8 @@ def explain_miss(
     recorded_for_key: int,
     scrubber: Scrubber = DEFAULT_SCRUBBER,
     headers: Iterable[tuple[str, str]] = (),
-) -> CassetteMiss:
-    """Build the `CassetteMiss` for a request with no unplayed interaction.
+) -> CassetteMissError:
+    """Build the `CassetteMissError` for a request with no unplayed interaction.
 
     The live request goes through `scrubber`, extended with the exact credential values the
     request sent (its `headers`, query and body) and the environment's secrets, as a recording
@@ -78,7 +78,7 @@ def explain_miss(
     query = scrubber.query(parts.query)
     head = f"{method} {path}" + (f"?{query}" if query else "")
     if recorded_for_key:
-        return CassetteMiss(
+        return CassetteMissError(
             f"cassette {cassette.path}: {head} (key {key}) was recorded {recorded_for_key} "
             f"time(s) and every recorded occurrence has been played; the code under test sent "
             f"it once more. Set allow_repeats=True to replay the last answer again, or re-record "
@@ -122,7 +122,7 @@ def explain_miss(
         "If the request changed on purpose, re-record: record mode 'new_episodes' appends the "
         "new interaction, 'all' rewrites the cassette from this run."
     )
-    return CassetteMiss("\n".join(lines))
+    return CassetteMissError("\n".join(lines))
 
 
 def _view(query: str, body: bytes, scrubber: Scrubber) -> tuple[list[tuple[str, str]], Any]:

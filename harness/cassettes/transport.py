@@ -6,7 +6,7 @@ Each request is canonicalised into its key (`canonical_request_key`) and answere
 unplayed interaction recorded under that key, first in first out, so lookup cost does not grow
 with the cassette and requests may arrive in any order as long as each key's own order holds.
 
-Record modes (`RecordMode`): `none` (default: replay only, a miss raises `CassetteMiss`, nothing
+Record modes (`RecordMode`): `none` (default: replay only, a miss raises `CassetteMissError`, nothing
 reaches the network), `once` (record only when the file does not exist), `new_episodes` (replay
 hits, record and append misses), `all` (re-record: the file is rewritten from this run's traffic).
 """

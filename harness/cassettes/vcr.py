@@ -95,7 +95,7 @@ class VcrImportError(CassetteError, ValueError):
     code: ClassVar[str] = "cassette_vcr_import_invalid"
 
 
-class RequestHashMismatch(CassetteError, AssertionError):
+class RequestHashMismatchError(CassetteError, AssertionError):
     """The `request_hash` matcher's verdict: two requests have different canonical keys.
 
     An `AssertionError`, which is how vcrpy matchers say "no match" (vcrpy reports the message).
@@ -136,7 +136,7 @@ def request_hash(r1: Any, r2: Any) -> None:
     """vcrpy matcher: the two requests match when their canonical request keys are equal.
 
     vcrpy passes the request being made first and the recorded one second. A mismatch raises
-    `RequestHashMismatch` (an `AssertionError`) naming both keys and the first differences of
+    `RequestHashMismatchError` (an `AssertionError`) naming both keys and the first differences of
     their canonical forms, scrubbed, so vcrpy's "no match" report says why.
     """
     requested, recorded = vcr_request_key(r1), vcr_request_key(r2)
@@ -154,7 +154,7 @@ def request_hash(r1: Any, r2: Any) -> None:
             "(their canonical forms are equal now: the recorded key was computed from the request "
             "before it was scrubbed)"
         )
-    raise RequestHashMismatch("\n".join(lines))
+    raise RequestHashMismatchError("\n".join(lines))
 
 
 def _scrubbed_canonical_form(request: Any) -> Any:
@@ -709,10 +709,13 @@ __all__ = [
     "ImportReport",
     "ImportedCassette",
     "RecordedVcrRequest",
-    "RequestHashMismatch",
+    "RequestHashMismatchError",
     "VcrImportError",
     "import_vcr",
     "register",
     "request_hash",
     "vcr_request_key",
 ]
+
+RequestHashMismatch = RequestHashMismatchError
+"""The earlier name of `RequestHashMismatchError`, kept so existing code keeps working."""

@@ -51,7 +51,7 @@ from pydantic import JsonValue
 from harness.errors import (
     AgentDecisionCallException,
     IllegalArgumentException,
-    ToolChoiceUnsupported,
+    ToolChoiceUnsupportedError,
 )
 from harness.llm._wire import (
     RequestReader,
@@ -708,7 +708,7 @@ def parse_error(status: int, payload: JsonValue | str) -> AgentDecisionCallExcep
 
     The message carries the provider's own short message only after scrubbing secret shapes.
     The 400 refusing a forced tool choice while thinking is on ("Thinking may not be enabled
-    when tool_choice forces tool use.") is a `ToolChoiceUnsupported`.
+    when tool_choice forces tool use.") is a `ToolChoiceUnsupportedError`.
     """
     body = decode_error_body(payload)
     error = body.get("error") if isinstance(body, dict) else None
@@ -725,7 +725,7 @@ def parse_error(status: int, payload: JsonValue | str) -> AgentDecisionCallExcep
         f": {message}" if message else ""
     )
     exception_type = (
-        ToolChoiceUnsupported if _refuses_tool_choice(error) else AgentDecisionCallException
+        ToolChoiceUnsupportedError if _refuses_tool_choice(error) else AgentDecisionCallException
     )
     return exception_type(text, status=status, error_type=error_type, provider=PROVIDER)
 

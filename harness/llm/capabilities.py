@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Final, Literal, get_args
 
-from harness.errors import IllegalArgumentException, ToolChoiceUnsupported
+from harness.errors import IllegalArgumentException, ToolChoiceUnsupportedError
 from harness.llm.models import Effort, LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
 from harness.providers import PROVIDERS as PROVIDERS
 from harness.providers import Provider as Provider
@@ -190,7 +190,7 @@ def supports_reasoning(provider: Provider, model: str) -> bool:
 def check_request(provider: Provider, request: LlmRequest) -> None:
     """Refuse, before any call, a request whose tool choice the model cannot honour.
 
-    Raises `ToolChoiceUnsupported` (not retryable) when the model takes no tools but the request
+    Raises `ToolChoiceUnsupportedError` (not retryable) when the model takes no tools but the request
     has some, or when the request forces a tool ("required" or a named tool) that the model
     cannot be forced to call with the request's reasoning setting. Raises
     `IllegalArgumentException` when the tool choice forces a tool the request does not offer,
@@ -212,14 +212,14 @@ def check_request(provider: Provider, request: LlmRequest) -> None:
                 f"only: {', '.join(offered)}"
             )
     if request.tools and not capabilities.supports_tools:
-        raise ToolChoiceUnsupported(
+        raise ToolChoiceUnsupportedError(
             f"{provider} model {request.model!r} takes no tools; choose a model that supports "
             "function calling",
             error_type="tool_choice_unsupported",
             provider=provider,
         )
     if forced and not supports_forced_tool_choice(provider, request.model, request.reasoning):
-        raise ToolChoiceUnsupported(
+        raise ToolChoiceUnsupportedError(
             f"{provider} model {request.model!r} cannot be forced to call a tool "
             f"(tool_choice={_describe_choice(request)}) while reasoning is enabled; send "
             "reasoning=ReasoningDisabled() for the forced call or use tool_choice='auto'",

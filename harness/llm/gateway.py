@@ -186,7 +186,7 @@ class LlmGateway:
     def complete(self, request: LlmRequest) -> LlmResponse:
         """Send `request` once and parse the answer.
 
-        Raises `ToolChoiceUnsupported` before sending when the model cannot be forced to call
+        Raises `ToolChoiceUnsupportedError` before sending when the model cannot be forced to call
         the named tool, and `AgentDecisionCallException` (status and provider error type, never
         a credential nor the request body) for non-2xx answers, timeouts and transport failures.
         A cassette miss propagates as the same exception. Every error's message (and error type)

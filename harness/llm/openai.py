@@ -35,7 +35,7 @@ from typing import Final, get_args
 
 from pydantic import JsonValue
 
-from harness.errors import AgentDecisionCallException, HarnessError, ToolChoiceUnsupported
+from harness.errors import AgentDecisionCallException, HarnessError, ToolChoiceUnsupportedError
 from harness.llm._wire import (
     PayloadReader,
     RequestReader,
@@ -655,7 +655,7 @@ def parse_error(status: int, payload: JsonValue | str) -> AgentDecisionCallExcep
     The error type is `error.type`, or `error.code` when there is no type. The message carries
     the provider's own short message only after scrubbing secret shapes, and never any other
     part of the body (Groq's `failed_generation` echoes the model's output). A refusal to take
-    tools or a tool choice for this model is a `ToolChoiceUnsupported`.
+    tools or a tool choice for this model is a `ToolChoiceUnsupportedError`.
     """
     body = decode_error_body(payload)
     error = body.get("error") if isinstance(body, dict) else None
@@ -668,7 +668,7 @@ def parse_error(status: int, payload: JsonValue | str) -> AgentDecisionCallExcep
     error_type, message = _describe_error(error)
     text = f"OpenAI answered HTTP {status} {error_type or 'without an error type'}{message}"
     exception_type = (
-        ToolChoiceUnsupported if _refuses_tool_choice(error) else AgentDecisionCallException
+        ToolChoiceUnsupportedError if _refuses_tool_choice(error) else AgentDecisionCallException
     )
     return exception_type(text, status=status, error_type=error_type, provider=PROVIDER)
 

@@ -29,13 +29,13 @@ from harness.providers import Provider, detect_provider
 DEFAULT_USAGE: Final = Usage(input_tokens=100, output_tokens=20, total_tokens=120)
 
 
-class ScriptExhausted(HarnessError, AssertionError):
+class ScriptExhaustedError(HarnessError, AssertionError):
     """The code under test made more model calls than the script has replies."""
 
     code = "script_exhausted"
 
 
-class ScriptProviderMismatch(HarnessError, AssertionError):
+class ScriptProviderMismatchError(HarnessError, AssertionError):
     """The code under test called one provider's API with a script built for the other."""
 
     code = "script_provider_mismatch"
@@ -117,7 +117,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     """Answer requests with scripted replies rendered in `provider`'s wire format, in order.
 
     `requests` keeps every request received (of the client's own library). A request for the
-    other provider's API (a Messages call to an OpenAI script) is a `ScriptProviderMismatch`
+    other provider's API (a Messages call to an OpenAI script) is a `ScriptProviderMismatchError`
     naming both, not a reply the client cannot parse.
     """
 
@@ -151,7 +151,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         library = library_of(request)
         spoken = detect_provider(request.url.path)
         if spoken is not None and spoken != self.provider:
-            raise ScriptProviderMismatch(
+            raise ScriptProviderMismatchError(
                 f"the script renders {self.provider} replies but the code under test called the "
                 f"{spoken} API ({request.method} {request.url.path}); build the script for "
                 f"{spoken}, or point the client at the {self.provider} API"
@@ -160,7 +160,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.requests.append(request)
             position = self.position
             if position >= len(self.replies):
-                raise ScriptExhausted(
+                raise ScriptExhaustedError(
                     f"the script has {len(self.replies)} repl(ies) and the code under test made "
                     f"call #{position + 1} ({request.method} {request.url.path}); add a reply"
                 )
@@ -228,3 +228,10 @@ def _anthropic_plain(response: LlmResponse) -> LlmResponse:
             valid = False
         calls.append(call if valid else call.model_copy(update={"arguments": "{}"}))
     return response.model_copy(update={"tool_calls": tuple(calls)})
+
+
+ScriptExhausted = ScriptExhaustedError
+"""The earlier name of `ScriptExhaustedError`, kept so existing code keeps working."""
+
+ScriptProviderMismatch = ScriptProviderMismatchError
+"""The earlier name of `ScriptProviderMismatchError`, kept so existing code keeps working."""

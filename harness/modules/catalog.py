@@ -177,7 +177,7 @@ BUILT_IN_CATALOG: Final = ToolCatalog(
 """The governed catalog used when the workflow supplies none."""
 
 
-class PolicyUnavailable(Exception):
+class PolicyUnavailableError(Exception):
     """Raised by a `ToolVisibilityPolicy` that cannot decide right now."""
 
 
@@ -187,3 +187,7 @@ class ToolVisibilityPolicy(Protocol):
     def filter(
         self, catalog: ToolCatalog, *, task: JsonValue, session: AuthenticatedSession
     ) -> ToolCatalog: ...
+
+
+PolicyUnavailable = PolicyUnavailableError
+"""The earlier name of `PolicyUnavailableError`, kept so existing code keeps working."""

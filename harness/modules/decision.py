@@ -309,7 +309,7 @@ class AgentDecisionModule:
                 filtered: object = self._tool_policy.filter(
                     catalog, task=task, session=self._session
                 )
-            except Exception:  # PolicyUnavailable, or the policy itself failing: fail closed
+            except Exception:  # PolicyUnavailableError, or the policy itself failing: fail closed
                 raise SecurityException(
                     "contextual tool visibility was requested but the server tool-visibility "
                     "policy is unavailable; restore it (no unfiltered fallback)"

@@ -24,7 +24,7 @@ RuntimeName = Literal["js", "cloudflare-do", "cloudflare-workflows", "temporal",
 RUNTIME_NAMES: Final[tuple[RuntimeName, ...]] = get_args(RuntimeName)
 
 
-class SimulatedCrash(HarnessError):
+class SimulatedCrashError(HarnessError):
     """The runtime was killed at a persistence point by a fault plan (a test device)."""
 
     code = "simulated_crash"
@@ -35,11 +35,11 @@ class SimulatedCrash(HarnessError):
         self.occurrence = occurrence
 
 
-class RunNotFound(HarnessError, LookupError):
+class RunNotFoundError(HarnessError, LookupError):
     code = "run_not_found"
 
 
-class ActivityNotRegistered(HarnessError):
+class ActivityNotRegisteredError(HarnessError):
     """A Temporal worker lacks an activity the workflow calls (`persistForcedCompletion`)."""
 
     code = "temporal_activity_not_registered"
@@ -89,25 +89,25 @@ class Cancel:
     occurrence: int = 1
 
 
-class CancelPlanInvalid(HarnessError, ValueError):
+class CancelPlanInvalidError(HarnessError, ValueError):
     """A cancellation that could never act: after `run_finished`, or where a fault fires."""
 
     code = "cancel_plan_invalid"
 
 
 def check_cancel(cancel: Cancel | None, faults: Sequence[Fault]) -> None:
-    """Refuse a cancellation that could never act (`CancelPlanInvalid`): one after
+    """Refuse a cancellation that could never act (`CancelPlanInvalidError`): one after
     `run_finished`, when the run is over, or one after the same persistence as a crash fault,
     where one of the two would silently not act."""
     if cancel is None:
         return
     if cancel.point == "run_finished":
-        raise CancelPlanInvalid(
+        raise CancelPlanInvalidError(
             "a run is over at run_finished and cannot be cancelled there; cancel after an "
             "earlier persistence point"
         )
     if any((f.point, f.occurrence) == (cancel.point, cancel.occurrence) for f in faults):
-        raise CancelPlanInvalid(
+        raise CancelPlanInvalidError(
             f"cancel and a fault both act after {cancel.point} (occurrence {cancel.occurrence});"
             " the run can either crash or be cancelled there, so move one of them"
         )
@@ -139,7 +139,7 @@ class Runtime:
         loop.invoke_config_override = self.profile.invokes_config_override
         stored = self.store.load(run_id)
         if stored is None:
-            raise RunNotFound(f"no run {run_id!r} in store {getattr(self.store, 'url', '?')}")
+            raise RunNotFoundError(f"no run {run_id!r} in store {getattr(self.store, 'url', '?')}")
         return self._drive(loop, RunState.model_validate_json(stored.state_json))
 
     def _drive(self, loop: AgentLoop, state: RunState) -> RunState:
@@ -160,14 +160,14 @@ class Runtime:
             and self.profile.needs_forced_completion_activity
             and not self.options.temporal_register_persist_forced_completion
         ):
-            raise ActivityNotRegistered("persistForcedCompletion")
+            raise ActivityNotRegisteredError("persistForcedCompletion")
         if point in self.profile.persists_at or point == "run_finished":
             self._save(state)
         seen = self._seen.get(point, 0) + 1
         self._seen[point] = seen
         for fault in self.faults:
             if fault.point == point and fault.occurrence == seen:
-                raise SimulatedCrash(point, seen)
+                raise SimulatedCrashError(point, seen)
         cancel = self.cancel
         if cancel is not None and (cancel.point, cancel.occurrence) == (point, seen):
             state = state.cancelled()
@@ -183,3 +183,16 @@ class Runtime:
                 forced_completion=state.forced_completion,
             )
         )
+
+
+ActivityNotRegistered = ActivityNotRegisteredError
+"""The earlier name of `ActivityNotRegisteredError`, kept so existing code keeps working."""
+
+CancelPlanInvalid = CancelPlanInvalidError
+"""The earlier name of `CancelPlanInvalidError`, kept so existing code keeps working."""
+
+RunNotFound = RunNotFoundError
+"""The earlier name of `RunNotFoundError`, kept so existing code keeps working."""
+
+SimulatedCrash = SimulatedCrashError
+"""The earlier name of `SimulatedCrashError`, kept so existing code keeps working."""

@@ -31,7 +31,7 @@ from harness.runtimes.base import (
 from harness.stores.base import StateStore
 
 
-class UnknownRuntime(HarnessError, ValueError):
+class UnknownRuntimeError(HarnessError, ValueError):
     code = "runtime_unknown"
 
 
@@ -91,8 +91,12 @@ def runtime_for(
     """The runtime of profile `name` over `store`; an unknown name lists the profiles."""
     profile = _BY_NAME.get(name)
     if profile is None:
-        raise UnknownRuntime(
+        raise UnknownRuntimeError(
             f"expected one of {', '.join(PROFILES)} but got runtime={name!r} "
             f"(type={type(name).__name__})"
         )
     return Runtime(profile=profile, store=store, faults=faults, options=options or RuntimeOptions())
+
+
+UnknownRuntime = UnknownRuntimeError
+"""The earlier name of `UnknownRuntimeError`, kept so existing code keeps working."""

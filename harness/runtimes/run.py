@@ -15,11 +15,11 @@ from harness.errors import HarnessError
 from harness.llm.gateway import Completer
 from harness.protocol.chunks import RunFinishChunk
 from harness.runtimes.base import (
-    ActivityNotRegistered,
+    ActivityNotRegisteredError,
     Cancel,
     Fault,
     RuntimeOptions,
-    SimulatedCrash,
+    SimulatedCrashError,
     check_cancel,
 )
 from harness.runtimes.profiles import runtime_for
@@ -48,7 +48,7 @@ def run_agent(
     """Run `agent` to its end. Each fault kills the runtime once; the run resumes from its store
     in a new runtime, as a restarted worker would. `cancel` ends the run `cancelled` where it
     says (refused up front by `check_cancel` if it never could); a fault or cancellation the run
-    never reaches raises `FaultNotReached` or `CancelNotReached`."""
+    never reaches raises `FaultNotReachedError` or `CancelNotReachedError`."""
     check_cancel(cancel, faults)
     store = store if store is not None else MemoryStore()
     run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
@@ -72,7 +72,7 @@ def run_agent(
             state = engine.start(
                 new_loop(), run_id=run_id, session_id=session_id, user_message=user_message
             )
-        except SimulatedCrash:
+        except SimulatedCrashError:
             crashes += 1
             duration += engine.duration_seconds
             for _ in range(MAX_RESUMES):
@@ -82,23 +82,23 @@ def run_agent(
                 try:
                     state = engine.resume(new_loop(), run_id)
                     break
-                except SimulatedCrash:
+                except SimulatedCrashError:
                     crashes += 1
                     duration += engine.duration_seconds
             else:  # pragma: no cover - a fault plan always ends
                 raise
-    except ActivityNotRegistered as error:
+    except ActivityNotRegisteredError as error:
         state = _failed_by_worker(store, run_id, error)
     duration += engine.duration_seconds
     unfired = [f for f in faults if seen.get(f.point, 0) < f.occurrence]
     if unfired:
-        raise FaultNotReached(unfired, seen)
+        raise FaultNotReachedError(unfired, seen)
     if cancel is not None and state.status != "cancelled":
-        raise CancelNotReached(cancel, seen)
+        raise CancelNotReachedError(cancel, seen)
     return RunResult(agent=agent, state=state, duration_ms=int(duration * 1000), crashes=crashes)
 
 
-class FaultNotReached(HarnessError, AssertionError):
+class FaultNotReachedError(HarnessError, AssertionError):
     """A fault plan named a persistence point the run never reached that often."""
 
     code = "fault_not_reached"
@@ -111,7 +111,7 @@ class FaultNotReached(HarnessError, AssertionError):
         super().__init__(f"the run never reached: {described}; the fault cannot fire")
 
 
-class CancelNotReached(HarnessError, AssertionError):
+class CancelNotReachedError(HarnessError, AssertionError):
     """A cancellation named a persistence point the run never reached that often."""
 
     code = "cancel_not_reached"
@@ -128,7 +128,9 @@ def _reached(point: PersistencePoint, seen: dict[PersistencePoint, int]) -> str:
     return f"having reached {point} {count} time{'' if count == 1 else 's'}"
 
 
-def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegistered) -> RunState:
+def _failed_by_worker(
+    store: StateStore, run_id: str, error: ActivityNotRegisteredError
+) -> RunState:
     """The workflow failed outside the loop: the last persisted state, marked failed."""
     stored = store.load(run_id)
     if stored is None:  # pragma: no cover - run_started is always persisted first
@@ -149,3 +151,10 @@ def _failed_by_worker(store: StateStore, run_id: str, error: ActivityNotRegister
         )
     )
     return failed
+
+
+CancelNotReached = CancelNotReachedError
+"""The earlier name of `CancelNotReachedError`, kept so existing code keeps working."""
+
+FaultNotReached = FaultNotReachedError
+"""The earlier name of `FaultNotReachedError`, kept so existing code keeps working."""

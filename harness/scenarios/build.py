@@ -15,7 +15,7 @@ from harness.agent.tools import ApprovalPolicy
 from harness.cassettes import CassetteTransport, RecordMode
 from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptTransport
-from harness.modules.catalog import PolicyUnavailable, ToolCatalog
+from harness.modules.catalog import PolicyUnavailableError, ToolCatalog
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
 from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
 
@@ -169,7 +169,7 @@ class ScenarioToolPolicy:
         self, catalog: ToolCatalog, *, task: JsonValue, session: AuthenticatedSession
     ) -> ToolCatalog:
         if not self.spec.available:
-            raise PolicyUnavailable
+            raise PolicyUnavailableError
         if self.spec.allow is None:
             return catalog
         allowed = set(self.spec.allow)

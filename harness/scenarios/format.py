@@ -33,7 +33,7 @@ from harness.errors import IllegalArgumentException
 from harness.llm.models import Effort
 from harness.llm.script import ScriptedReply
 from harness.providers import Provider
-from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault, RuntimeName, check_cancel
+from harness.runtimes.base import Cancel, CancelPlanInvalidError, Fault, RuntimeName, check_cancel
 from harness.stores.base import StoreKind
 from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION
 from harness.workflow import Workflow
@@ -479,7 +479,7 @@ class Scenario(ScenarioModel):
             raise ValueError(f"a cancel block does not apply to a {self.kind} scenario")
         try:
             check_cancel(self.cancel.plan(), [fault.plan() for fault in self.faults])
-        except CancelPlanInvalid as error:
+        except CancelPlanInvalidError as error:
             raise ValueError(str(error)) from None
 
     def cells(self) -> list[tuple[str, str]]:

@@ -28,14 +28,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 from starlette.types import Receive, Scope, Send
 
-from harness.cassettes import CassetteMiss, CassetteTransport, RecordMode
+from harness.cassettes import CassetteMissError, CassetteTransport, RecordMode
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import HTTP_ERRORS, ChunkStream
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.llm._wire import json_type
 from harness.llm.adapters import adapter_for
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
-from harness.llm.script import ScriptedReply, ScriptExhausted, ScriptTransport
+from harness.llm.script import ScriptedReply, ScriptExhaustedError, ScriptTransport
 from harness.providers import Provider
 from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
@@ -189,10 +189,10 @@ class ReplayApp:
         upstream = self._upstream_request(request, target, body, _records(transport))
         try:
             response = await transport.handle_async_request(upstream)
-        except CassetteMiss as miss:
+        except CassetteMissError as miss:
             message = str(miss) + _replay_again_hint(transport, upstream)
             return _provider_error(target.provider, 404, "not_found_error", message)
-        except ScriptExhausted as exhausted:
+        except ScriptExhaustedError as exhausted:
             return _provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
             return _provider_error(target.provider, 400, "invalid_request_error", str(error))

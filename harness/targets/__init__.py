@@ -7,11 +7,11 @@ from harness.targets.base import (
     CallableTarget,
     CommandTarget,
     Target,
-    TargetCrashed,
+    TargetCrashedError,
     TargetError,
     TargetProtocolError,
     TargetSpecError,
-    TargetTimeout,
+    TargetTimeoutError,
 )
 from harness.targets.protocol import PROTOCOL_VERSION, json_schema
 
@@ -25,10 +25,10 @@ __all__ = [
     "CallableTarget",
     "CommandTarget",
     "Target",
-    "TargetCrashed",
+    "TargetCrashedError",
     "TargetError",
     "TargetProtocolError",
     "TargetSpecError",
-    "TargetTimeout",
+    "TargetTimeoutError",
     "json_schema",
 ]

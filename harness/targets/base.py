@@ -42,11 +42,11 @@ class TargetSpecError(TargetError, ValueError):
     code = "target_spec_invalid"
 
 
-class TargetTimeout(TargetError, TimeoutError):
+class TargetTimeoutError(TargetError, TimeoutError):
     code = "target_timeout"
 
 
-class TargetCrashed(TargetError):
+class TargetCrashedError(TargetError):
     code = "target_crashed"
 
 
@@ -87,11 +87,11 @@ class CallableTarget:
             ok, answer = self._worker.call(dict(message), timeout)
         except queue.Empty:
             self._worker = None
-            raise TargetTimeout(
+            raise TargetTimeoutError(
                 f"{self.name} did not return within {timeout:g}s (--cell-timeout)"
             ) from None
         if not ok:
-            raise TargetCrashed(
+            raise TargetCrashedError(
                 f"{self.name} raised {type(answer).__name__}{_innermost(answer)}; its message "
                 "is not shown since it may quote scenario content"
             )
@@ -201,21 +201,21 @@ class CommandTarget:
             process.stdin.flush()
         except OSError:
             self._stop()
-            raise TargetCrashed(
+            raise TargetCrashedError(
                 self._ended("closed its stdin before the message was sent")
             ) from None
         try:
             line = self._lines.get(timeout=timeout)
         except queue.Empty:
             self._stop()
-            raise TargetTimeout(
+            raise TargetTimeoutError(
                 f"{self.name} did not answer within {timeout:g}s (--cell-timeout); it was stopped "
                 "and is started again for the next cell"
             ) from None
         if line is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(_SHUTDOWN_GRACE)  # its stdout closed: it is exiting
-            crashed = TargetCrashed(self._ended("exited before answering"))
+            crashed = TargetCrashedError(self._ended("exited before answering"))
             self._stop()
             raise crashed
         return _decoded(line, self.name)
@@ -301,3 +301,10 @@ def load_callable(spec: str) -> Callable[[dict[str, Any]], Any]:
     if not callable(function):
         raise TargetSpecError(f"--target {spec!r}: {module_name} has no callable {attribute!r}")
     return function  # type: ignore[no-any-return]
+
+
+TargetCrashed = TargetCrashedError
+"""The earlier name of `TargetCrashedError`, kept so existing code keeps working."""
+
+TargetTimeout = TargetTimeoutError
+"""The earlier name of `TargetTimeoutError`, kept so existing code keeps working."""

@@ -12,7 +12,7 @@ from harness.agent.result import RunResult
 from harness.errors import (
     AgentDecisionCallException,
     IllegalArgumentException,
-    ToolChoiceUnsupported,
+    ToolChoiceUnsupportedError,
 )
 from harness.llm.models import (
     FRAGMENT_BASE,
@@ -250,7 +250,9 @@ def test_each_failed_attempt_has_its_code_and_uses_budget(reply: LlmResponse, co
 
 
 def test_tool_choice_unsupported_fails_without_burning_attempts() -> None:
-    refusal = ToolChoiceUnsupported("cannot force", status=400, error_type="invalid_request_error")
+    refusal = ToolChoiceUnsupportedError(
+        "cannot force", status=400, error_type="invalid_request_error"
+    )
     result = run(agent(max_completion_retries=3), text("Paris."), refusal)
     assert result.status == "failed"
     assert result.error_code == "framework_completion_tool_choice_unsupported"

@@ -11,7 +11,12 @@ import pytest
 
 from harness.cassettes import Cassette, CassetteTransport
 from harness.llm.gateway import LlmGateway
-from harness.llm.script import ScriptedReply, ScriptedToolCall, ScriptExhausted, ScriptTransport
+from harness.llm.script import (
+    ScriptedReply,
+    ScriptedToolCall,
+    ScriptExhaustedError,
+    ScriptTransport,
+)
 from harness.runtimes.run import run_agent
 from tests.support.recordings import (
     PROVIDERS,
@@ -88,7 +93,7 @@ def test_a_provider_error_reply_is_rendered_and_parsed() -> None:
 
 
 def test_a_script_that_runs_out_says_so() -> None:
-    with pytest.raises(ScriptExhausted, match="the script has 1 repl"):
+    with pytest.raises(ScriptExhaustedError, match="the script has 1 repl"):
         scripted_run("openai", False, [ScriptedReply(text="Paris.")])
 
 

@@ -21,7 +21,7 @@ from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import (
     HttpxScriptTransport,
     ScriptedReply,
-    ScriptProviderMismatch,
+    ScriptProviderMismatchError,
     ScriptTransport,
 )
 from tests.support.cassette_traffic import CHAT, OPENAI, chat
@@ -179,7 +179,7 @@ def test_a_script_for_one_provider_says_so_when_called_for_the_other() -> None:
     with (
         httpx2.Client(transport=transport) as client,
         pytest.raises(
-            ScriptProviderMismatch,
+            ScriptProviderMismatchError,
             match="renders openai replies but the code under test called the anthropic API",
         ),
     ):

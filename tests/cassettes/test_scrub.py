@@ -26,7 +26,7 @@ import pytest
 from harness.cassettes import (
     PLACEHOLDER,
     Cassette,
-    CassetteMiss,
+    CassetteMissError,
     CassetteTransport,
     Scrubber,
     canonical_request_key,
@@ -93,7 +93,7 @@ def provider() -> Iterator[Provider]:
 
 
 def replay(path: Path, **request: Any) -> httpx2.Response:
-    """Send one request to a replay-only transport (a miss raises `CassetteMiss`)."""
+    """Send one request to a replay-only transport (a miss raises `CassetteMissError`)."""
     with httpx2.Client(
         transport=CassetteTransport(path, inner=NoNetwork()), base_url="https://api.openai.com"
     ) as client:
@@ -318,7 +318,7 @@ def test_a_canary_reaches_no_file_no_replay_and_no_miss_message(
     replayed = replay(recorded, **request)
     assert replayed.status_code == live.status_code
     assert_no_canary(client_view(replayed), canary, "the replayed response")
-    with pytest.raises(CassetteMiss) as miss:
+    with pytest.raises(CassetteMissError) as miss:
         replay(baseline, **request)
     assert "has no interaction" in str(miss.value)
     assert_no_canary(str(miss.value), canary, "the miss message")
@@ -721,7 +721,7 @@ def test_a_miss_message_shows_no_token_member_nor_code_parameter(
 ) -> None:
     path = tmp_path / "c.json"
     provider.record(path, openai_text_reply("ok"), json=CHAT_BODY)
-    with pytest.raises(CassetteMiss) as miss:
+    with pytest.raises(CassetteMissError) as miss:
         replay(path, params={"code": "oauth-code-1"}, json={**CHAT_BODY, "token": "tok-1"})
     message = str(miss.value)
     assert "tok-1" not in message

@@ -16,7 +16,7 @@ import pytest
 from harness.cassettes import (
     Cassette,
     CassetteFormatError,
-    CassetteMiss,
+    CassetteMissError,
     CassetteTransport,
     CassetteUnplayedError,
     RecordMode,
@@ -64,7 +64,7 @@ def test_mode_none_never_reaches_the_network(
     assert transport.mode is RecordMode.NONE
     with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         assert client.post(CHAT, json=chat("a")).json()["n"] == 1
-        with pytest.raises(CassetteMiss):
+        with pytest.raises(CassetteMissError):
             client.post(CHAT, json=chat("not recorded"))
     assert len(provider.calls) == 1
 
@@ -95,7 +95,7 @@ def test_a_key_requested_more_often_than_recorded_is_a_miss_unless_repeats_are_a
     cassette_path: Path, provider: ScriptedProvider
 ) -> None:
     record(cassette_path, provider, [chat("a"), chat("a")])
-    with pytest.raises(CassetteMiss, match="was recorded 2 time"):
+    with pytest.raises(CassetteMissError, match="was recorded 2 time"):
         replay(cassette_path, [chat("a"), chat("a"), chat("a")])
     answers = replay(cassette_path, [chat("a"), chat("a"), chat("a")], allow_repeats=True)
     assert [a["n"] for a in answers] == [1, 2, 2]
@@ -105,7 +105,7 @@ def test_once_records_only_when_the_file_does_not_exist(
     cassette_path: Path, provider: ScriptedProvider
 ) -> None:
     record(cassette_path, provider, [chat("a")])
-    with pytest.raises(CassetteMiss):
+    with pytest.raises(CassetteMissError):
         record(cassette_path, provider, [chat("a"), chat("new")])
     assert len(provider.calls) == 1
 
@@ -131,7 +131,7 @@ def test_all_rewrites_the_file_from_this_run_alone(
     record(cassette_path, provider, [chat("a"), chat("b")], "all")
     bodies = [i.request.body for i in Cassette.load(cassette_path).interactions]
     assert bodies == [chat("a"), chat("b")]
-    with pytest.raises(CassetteMiss):
+    with pytest.raises(CassetteMissError):
         replay(cassette_path, [chat("stale")])
 
 
@@ -216,7 +216,7 @@ def test_a_miss_explains_itself_with_the_nearest_request_and_a_structural_diff(
         tool_choice={"type": "function", "function": {"name": "t0"}},
         system=long_text.replace("careful", "precise", 3),
     )
-    with pytest.raises(CassetteMiss) as caught:
+    with pytest.raises(CassetteMissError) as caught:
         replay(cassette_path, [forced])
     message = str(caught.value)
     assert str(cassette_path) in message
@@ -239,7 +239,7 @@ def test_a_miss_with_no_same_path_request_lists_what_was_recorded(
     record(cassette_path, provider, [chat("a")])
     transport = CassetteTransport(cassette_path)
     with httpx2.Client(transport=transport, base_url=OPENAI) as client:
-        with pytest.raises(CassetteMiss, match="recorded: POST /v1/chat/completions"):
+        with pytest.raises(CassetteMissError, match="recorded: POST /v1/chat/completions"):
             client.post("/v1/messages", json=chat("a"))
 
 
@@ -257,7 +257,7 @@ def test_a_miss_never_prints_a_credential_and_never_counts_one_as_a_difference(
     live = chat(f"my key is {SECRET}", api_key=SECRET)
     transport = CassetteTransport(cassette_path, inner=NoNetwork())
     with httpx2.Client(transport=transport, base_url=OPENAI) as client:
-        with pytest.raises(CassetteMiss) as caught:
+        with pytest.raises(CassetteMissError) as caught:
             client.post(f"{CHAT}?key={SECRET}", json=live)
     message = str(caught.value)
     assert SECRET not in message

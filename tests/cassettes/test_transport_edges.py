@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from harness.cassettes import Cassette, CassetteMiss, CassetteTransport
+from harness.cassettes import Cassette, CassetteMissError, CassetteTransport
 from tests.support.cassette_traffic import CHAT, OPENAI, ScriptedProvider, chat
 
 
@@ -52,7 +52,7 @@ def test_async_misses_are_explained(tmp_path: Path) -> None:
         async with httpx2.AsyncClient(transport=CassetteTransport(path), base_url=OPENAI) as client:
             await client.post(CHAT, json=chat("b"))
 
-    with pytest.raises(CassetteMiss, match=r'\$\.messages\[0\]\.content: "a" -> "b"'):
+    with pytest.raises(CassetteMissError, match=r'\$\.messages\[0\]\.content: "a" -> "b"'):
         asyncio.run(scenario())
 
 

@@ -27,7 +27,7 @@ from harness.cassettes.vcr import (
     MATCH_ON,
     MATCHER_NAME,
     HarnessPersister,
-    RequestHashMismatch,
+    RequestHashMismatchError,
     import_vcr,
     register,
     request_hash,
@@ -221,7 +221,7 @@ def test_request_hash_ignores_host_and_key_order_but_not_the_body_or_keyed_heade
     request_hash(same, recorded)
     assert requests_match(same, recorded, [request_hash])
     assert not requests_match(other, recorded, [request_hash])
-    with pytest.raises(RequestHashMismatch) as caught:
+    with pytest.raises(RequestHashMismatchError) as caught:
         request_hash(other, recorded)
     assert "$.body.temperature: 0 -> 1" in str(caught.value)
     assert caught.value.code == "cassette_request_hash_mismatch"

@@ -85,7 +85,7 @@ def replays_or_refuses(path: Path) -> None:
                 assert isinstance(response.content, bytes)
                 assert all(isinstance(value, str) for value in response.headers.values())
             event("replayed")
-        except HarnessError:  # a CassetteMiss counts: the mutation changed what was recorded
+        except HarnessError:  # a CassetteMissError counts: the mutation changed what was recorded
             event("replay refused")
 
 

@@ -18,7 +18,7 @@ from pydantic import JsonValue
 from harness.errors import (
     AgentDecisionCallException,
     IllegalArgumentException,
-    ToolChoiceUnsupported,
+    ToolChoiceUnsupportedError,
 )
 from harness.llm import anthropic, openai
 from harness.llm.adapters import adapter_for
@@ -513,7 +513,7 @@ THINKING_FORCED_TOOL_400: JsonValue = {
 def test_anthropic_thinking_with_a_forced_tool_is_tool_choice_unsupported() -> None:
     error = anthropic.parse_error(400, THINKING_FORCED_TOOL_400)
 
-    assert isinstance(error, ToolChoiceUnsupported)
+    assert isinstance(error, ToolChoiceUnsupportedError)
     assert error.status == 400
     assert error.error_type == "invalid_request_error"
     assert error.provider == "anthropic"
@@ -543,7 +543,7 @@ def test_openai_refusing_tools_for_a_model_is_tool_choice_unsupported(
 
     error = openai.parse_error(status, body)
 
-    assert isinstance(error, ToolChoiceUnsupported)
+    assert isinstance(error, ToolChoiceUnsupportedError)
     assert (error.status, error.error_type) == (status, "invalid_request_error")
 
 
@@ -708,7 +708,7 @@ def test_anthropic_refuses_a_forced_tool_while_thinking_before_any_call(choice: 
     request = tool_request("claude-sonnet-4-5", choice, EFFORT)
 
     assert not supports_forced_tool_choice("anthropic", "claude-sonnet-4-5", EFFORT)
-    with pytest.raises(ToolChoiceUnsupported) as raised:
+    with pytest.raises(ToolChoiceUnsupportedError) as raised:
         check_request("anthropic", request)
 
     assert raised.value.status is None
@@ -737,7 +737,7 @@ def test_openai_o1_mini_and_preview_take_no_tools(model: str, choice: ToolChoice
     assert not supports_tools("openai", model)
     assert not supports_forced_tool_choice("openai", model, None)
 
-    with pytest.raises(ToolChoiceUnsupported, match="takes no tools"):
+    with pytest.raises(ToolChoiceUnsupportedError, match="takes no tools"):
         check_request("openai", tool_request(model, choice, None))
 
 

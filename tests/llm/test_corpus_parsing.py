@@ -16,7 +16,7 @@ from typing import Any
 import httpx_sse
 import pytest
 
-from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
+from harness.errors import AgentDecisionCallException, ToolChoiceUnsupportedError
 from harness.llm.adapters import ServerSentEventLike, adapter_for
 from harness.llm.models import (
     LlmRequest,
@@ -281,7 +281,7 @@ def test_a_recorded_error_answer_keeps_its_type_and_status(case: Recorded, as_te
     error = adapter_for(case.provider).parse_error(case.status, payload)
 
     assert type(error) is AgentDecisionCallException
-    assert not isinstance(error, ToolChoiceUnsupported)
+    assert not isinstance(error, ToolChoiceUnsupportedError)
     assert error.status == case.status
     assert error.error_type == body["error"]["type"]
     assert error.provider == case.provider

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import respx
 
-from harness.errors import AgentDecisionCallException, ToolChoiceUnsupported
+from harness.errors import AgentDecisionCallException, ToolChoiceUnsupportedError
 from harness.llm.gateway import GatewayConfig, GatewayConfigError, LlmGateway, parse_provider
 from harness.llm.models import (
     LlmRequest,
@@ -246,7 +246,10 @@ def test_anthropic_refuses_a_forced_tool_with_thinking_before_any_request() -> N
         tool_choice=NamedToolChoice(name="__finish__"),
         reasoning=ReasoningEffort(effort="low"),
     )
-    with LlmGateway(ANTHROPIC, transport=mocked()) as gateway, pytest.raises(ToolChoiceUnsupported):
+    with (
+        LlmGateway(ANTHROPIC, transport=mocked()) as gateway,
+        pytest.raises(ToolChoiceUnsupportedError),
+    ):
         gateway.complete(forced)
     assert route.call_count == 0
 

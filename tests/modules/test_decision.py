@@ -18,7 +18,7 @@ from harness.errors import (
 from harness.llm.models import LlmResponse, Usage
 from harness.modules.catalog import (
     BUILT_IN_CATALOG,
-    PolicyUnavailable,
+    PolicyUnavailableError,
     ToolCatalog,
 )
 from harness.modules.decision import INPUTS, OUTPUTS
@@ -105,7 +105,7 @@ class Policy:
         self, catalog: ToolCatalog, *, task: JsonValue, session: AuthenticatedSession
     ) -> ToolCatalog:
         if not self.available:
-            raise PolicyUnavailable
+            raise PolicyUnavailableError
         return ToolCatalog(tools=catalog.tools[:1])
 
 

@@ -84,7 +84,7 @@ MUTANTS = (
         old="        if state.attempts_used >= state.max_attempts:",
         new="        if state.attempts_used > state.max_attempts:",
         # one attempt too many: the run asks the model for more replies than the contract allows
-        caught_by="ScriptExhausted",
+        caught_by="ScriptExhaustedError",
         scenarios=("forced",),
     ),
     Mutant(
@@ -156,7 +156,7 @@ MUTANTS = (
         path="runtimes/base.py",
         old="            state = state.cancelled()",
         new="            pass",
-        caught_by="CancelNotReached",
+        caught_by="CancelNotReachedError",
         scenarios=("records", "runtimes"),
     ),
 )

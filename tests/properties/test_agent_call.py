@@ -22,7 +22,12 @@ from harness.invariants import (
 )
 from harness.llm.adapters import RequestFormatError
 from harness.llm.models import LlmRequest, NamedToolChoice, ToolDefinition
-from harness.llm.script import ScriptedReply, ScriptedToolCall, ScriptExhausted, ScriptTransport
+from harness.llm.script import (
+    ScriptedReply,
+    ScriptedToolCall,
+    ScriptExhaustedError,
+    ScriptTransport,
+)
 from harness.runtimes.run import run_agent
 from harness.strategies import AgentRun
 
@@ -83,7 +88,7 @@ def test_valid_output_or_an_allowed_error_ends_validly() -> None:
             "raised RuntimeError; expected output or one of: AgentGaveUp",
         ),
         (
-            AgentCall(requests=(WORK,), error=ScriptExhausted(CANARY), replies=1),
+            AgentCall(requests=(WORK,), error=ScriptExhaustedError(CANARY), replies=1),
             r"more model calls than its script has replies \(1\)",
         ),
     ],
@@ -100,8 +105,8 @@ def test_a_script_run_dry_behind_an_sdk_error_is_still_caught() -> None:
 
     try:
         try:
-            raise ScriptExhausted("no reply left")
-        except ScriptExhausted as exhausted:
+            raise ScriptExhaustedError("no reply left")
+        except ScriptExhaustedError as exhausted:
             raise SdkConnectionError("connection failed") from exhausted
     except SdkConnectionError as wrapped:
         call = AgentCall(requests=(WORK, WORK), error=wrapped, replies=1)
@@ -206,7 +211,7 @@ def test_observe_keeps_the_error_the_agent_raised() -> None:
         return None
 
     call = AgentCall.observe(transport, agent)
-    assert isinstance(call.error, ScriptExhausted)
+    assert isinstance(call.error, ScriptExhaustedError)
     assert call.replies == 0
     assert len(call.requests) == 1
     with pytest.raises(AssertionError, match="at most 0"):

@@ -10,9 +10,9 @@ from harness.agent.loop import AgentLoop
 from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
 from harness.protocol.chunks import ForcedCompletionChunk, RunFinishChunk
 from harness.protocol.outcome import Cancelled
-from harness.runtimes.base import Cancel, CancelPlanInvalid, Fault
+from harness.runtimes.base import Cancel, CancelPlanInvalidError, Fault
 from harness.runtimes.profiles import PROFILES, runtime_for
-from harness.runtimes.run import CancelNotReached, run_agent
+from harness.runtimes.run import CancelNotReachedError, run_agent
 from harness.stores.memory import MemoryStore
 from harness.stores.urls import open_store
 from tests.support.agents import agent, call, finish, reset_ids, text
@@ -136,7 +136,7 @@ def test_a_run_resumed_after_a_crash_is_still_cancelled() -> None:
 
 
 def test_a_cancellation_the_run_never_reaches_is_an_error() -> None:
-    with pytest.raises(CancelNotReached) as raised:
+    with pytest.raises(CancelNotReachedError) as raised:
         run_agent(
             agent(), replies(), user_message="q", cancel=Cancel("forced_attempt_persisted", 3)
         )
@@ -168,7 +168,7 @@ def test_a_cancellation_that_could_never_act_is_refused_before_the_run(
     cancel: Cancel, faults: list[Fault], message: str
 ) -> None:
     completer = replies()
-    with pytest.raises(CancelPlanInvalid) as raised:
+    with pytest.raises(CancelPlanInvalidError) as raised:
         run_agent(agent(), completer, user_message="q", faults=faults, cancel=cancel)
     assert str(raised.value) == message
     assert raised.value.code == "cancel_plan_invalid"

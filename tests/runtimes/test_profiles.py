@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from harness.runtimes.base import RuntimeOptions
-from harness.runtimes.profiles import PROFILES, UnknownRuntime, runtime_for
+from harness.runtimes.profiles import PROFILES, UnknownRuntimeError, runtime_for
 from harness.runtimes.run import run_agent
 from harness.stores.memory import MemoryStore
 from tests.support.agents import agent, call, finish, reset_ids, text
@@ -105,7 +105,7 @@ def test_every_profile_validates_finish_output(runtime: str) -> None:
 
 
 def test_an_unknown_runtime_lists_the_profiles() -> None:
-    with pytest.raises(UnknownRuntime, match="expected one of js, cloudflare-do"):
+    with pytest.raises(UnknownRuntimeError, match="expected one of js, cloudflare-do"):
         runtime_for("lambda", MemoryStore())
 
 

@@ -119,7 +119,7 @@ def test_a_cassette_miss_is_a_failure_not_a_crash(
     )
     result = CliRunner().invoke(main, ["run", str(tmp_path / "miss.yaml")])
     assert result.exit_code == 1
-    assert "CassetteMiss" in result.output
+    assert "CassetteMissError" in result.output
     assert "Nearest recorded requests" in result.output
 
 

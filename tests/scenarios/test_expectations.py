@@ -51,7 +51,7 @@ def test_crashes_are_counted_and_a_fault_that_cannot_fire_is_an_error(tmp_path: 
         + "faults: [{crash_after: forced_entered, occurrence: 2}]\nexpect: {status: completed}\n"
     )
     (error,) = run(tmp_path, unreachable)
-    assert "FaultNotReached" in error
+    assert "FaultNotReachedError" in error
     assert "crash_after forced_entered occurrence 2 (reached 1x)" in error
 
 

@@ -20,7 +20,7 @@ import httpx2
 import pytest
 from anthropic.types import Message, RawMessageStreamEvent
 
-from harness.cassettes import CassetteMiss, CassetteTransport, HttpxCassetteTransport
+from harness.cassettes import CassetteMissError, CassetteTransport, HttpxCassetteTransport
 from tests.support.fake_provider import (
     Answer,
     Outcome,
@@ -289,7 +289,7 @@ def test_the_httpx_typed_transport_is_refused_by_anthropic_with_its_own_advice(
 def test_a_miss_is_a_connection_error_caused_by_our_cassette_miss(
     recorded_text: Path, network_guard: NetworkGuard
 ) -> None:
-    """anthropic wraps whatever its transport raises in `APIConnectionError`; our `CassetteMiss`,
+    """anthropic wraps whatever its transport raises in `APIConnectionError`; our `CassetteMissError`,
     with its explanation, is the `__cause__`. (max_retries=0: anthropic would retry it first.)"""
     transport = CassetteTransport(recorded_text)
     with (
@@ -299,7 +299,7 @@ def test_a_miss_is_a_connection_error_caused_by_our_cassette_miss(
         with pytest.raises(anthropic.APIConnectionError) as caught:
             create(client, "a prompt that was never recorded")
     miss = caught.value.__cause__
-    assert type(miss) is CassetteMiss
+    assert type(miss) is CassetteMissError
     assert f"cassette {recorded_text} has no interaction for POST /v1/messages" in str(miss)
 
 
@@ -314,5 +314,5 @@ async def test_an_async_miss_is_a_connection_error_caused_by_our_cassette_miss(
         ) as client:
             with pytest.raises(anthropic.APIConnectionError) as caught:
                 await create_async(client, "a prompt that was never recorded")
-    assert type(caught.value.__cause__) is CassetteMiss
+    assert type(caught.value.__cause__) is CassetteMissError
     assert "has no interaction for POST /v1/messages" in str(caught.value.__cause__)

@@ -21,7 +21,7 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 
-from harness.cassettes import Cassette, CassetteMiss, CassetteTransport, HttpxCassetteTransport
+from harness.cassettes import Cassette, CassetteMissError, CassetteTransport, HttpxCassetteTransport
 from tests.support.fake_provider import (
     Answer,
     Outcome,
@@ -312,7 +312,7 @@ HTTP_CLIENTS: dict[str, Callable[[Path], Any]] = {
 def test_every_http_client_kind_replays_and_a_miss_is_our_cassette_miss(
     recorded_text: Path, network_guard: NetworkGuard, http_client: str
 ) -> None:
-    """A hit parses; a miss is `CassetteMiss` itself, unchanged by openai and with its
+    """A hit parses; a miss is `CassetteMissError` itself, unchanged by openai and with its
     explanation, never a bare `AssertionError` from inside an HTTP library."""
     with (
         network_guard.blocked(),
@@ -324,9 +324,9 @@ def test_every_http_client_kind_replays_and_a_miss_is_our_cassette_miss(
         ) as client,
     ):
         assert said_by_chat(chat(client, "text")) == expected(cast(Answer, OUTCOMES["text"]))
-        with pytest.raises(CassetteMiss) as caught:
+        with pytest.raises(CassetteMissError) as caught:
             chat(client, "a prompt that was never recorded")
-    assert type(caught.value) is CassetteMiss
+    assert type(caught.value) is CassetteMissError
     assert f"cassette {recorded_text} has no interaction for POST /v1/chat/completions" in str(
         caught.value
     )
@@ -356,9 +356,9 @@ async def test_an_async_miss_is_our_cassette_miss(
             http_client=ASYNC_HTTP_CLIENTS[http_client](recorded_text),
         ) as client:
             assert said_by_chat(await chat_async(client, "text")).text.endswith("Paris.")
-            with pytest.raises(CassetteMiss) as caught:
+            with pytest.raises(CassetteMissError) as caught:
                 await chat_async(client, "a prompt that was never recorded")
-    assert type(caught.value) is CassetteMiss
+    assert type(caught.value) is CassetteMissError
     assert "has no interaction for POST /v1/chat/completions" in str(caught.value)
 
 

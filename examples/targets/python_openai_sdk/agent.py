@@ -104,7 +104,7 @@ class ModelCallFailed(Exception):
     """The provider answered with an error, or could not be reached."""
 
 
-class ToolChoiceUnsupported(ModelCallFailed):
+class ToolChoiceUnsupportedError(ModelCallFailed):
     """The provider or the model cannot be forced to call a named tool."""
 
 
@@ -406,7 +406,7 @@ class AgentRun:
         )
         try:
             reply = self.model(request)
-        except ToolChoiceUnsupported:
+        except ToolChoiceUnsupportedError:
             # Not a failed attempt: no attempt of this run can ever succeed, so none is spent.
             self.forced = replace(
                 forced, status="failed", last_failure_code=TOOL_CHOICE_UNSUPPORTED

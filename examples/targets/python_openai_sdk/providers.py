@@ -13,7 +13,7 @@ from typing import Any
 
 import anthropic
 import openai
-from agent import Model, ModelCallFailed, Reply, Request, ToolCall, ToolChoiceUnsupported
+from agent import Model, ModelCallFailed, Reply, Request, ToolCall, ToolChoiceUnsupportedError
 
 API_KEY = "example-target"  # `harness serve` takes any key and forwards none
 
@@ -52,13 +52,13 @@ class OpenAIChat:
 
     def complete(self, request: Request) -> Reply:
         if request.tools and OPENAI_NO_TOOLS.match(request.model):
-            raise ToolChoiceUnsupported(f"{request.model} takes no tools")
+            raise ToolChoiceUnsupportedError(f"{request.model} takes no tools")
         try:
             answer = self.client.chat.completions.create(**self.body(request))
             return self.streamed(answer) if request.stream else self.reply(answer)
         except openai.APIStatusError as error:
             if OPENAI_REFUSES_TOOLS.search(error.message):
-                raise ToolChoiceUnsupported(error.message) from error
+                raise ToolChoiceUnsupportedError(error.message) from error
             raise ModelCallFailed(f"status {error.status_code}") from error
         except openai.APIError as error:
             raise ModelCallFailed(type(error).__name__) from error
@@ -169,7 +169,7 @@ class AnthropicMessages:
         except anthropic.APIStatusError as error:
             message = error.message.lower()
             if "tool_choice" in message and ("thinking" in message or "forces tool use" in message):
-                raise ToolChoiceUnsupported(error.message) from error
+                raise ToolChoiceUnsupportedError(error.message) from error
             raise ModelCallFailed(f"status {error.status_code}") from error
         except anthropic.APIError as error:
             raise ModelCallFailed(type(error).__name__) from error
