@@ -40,7 +40,7 @@ def test_the_seed_example_replays_from_its_cassette() -> None:
 
 
 def test_the_committed_cassette_is_what_the_harness_records_today(tmp_path: Path) -> None:
-    fresh = tmp_path / "seed-example.json"
+    fresh = tmp_path / "contract-example.json"
     outputs = record_decision_seed(fresh)
     assert outputs["agentDecision"] == EXPECTED_DECISION
     committed = Cassette.load(DECISION_SEED_CASSETTE).interactions

@@ -90,7 +90,7 @@ def ours() -> Iterator[dict[str, ReplayServer]]:
 
 
 def test_our_cassettes_are_found() -> None:
-    assert "decision/seed-example" in OURS
+    assert "decision/contract-example" in OURS
     assert len(OURS) >= 7, OURS
 
 

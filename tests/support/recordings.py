@@ -28,7 +28,7 @@ from harness.runtimes.run import run_agent
 from tests.support.fake_provider import ReceivedRequest, Reply, serve
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-DECISION_SEED_CASSETTE = REPOSITORY / "cassettes" / "decision" / "seed-example.json"
+DECISION_SEED_CASSETTE = REPOSITORY / "cassettes" / "decision" / "contract-example.json"
 
 VALOR = LlmDetails(
     id=uuid.UUID("5d1c8f8e-4a59-4f6b-9e0a-7f2f2b1c0a01"),

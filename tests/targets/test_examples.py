@@ -85,9 +85,9 @@ NODE_COMPLETION: Final = Example(
     mutated_file="completion.mjs",
     line="return [...text].every(isJavaWhitespace);",
     mutant='return text.trim() === "";',
-    mutant_scenarios=("scenarios/completion/seed.yaml",),
+    mutant_scenarios=("scenarios/completion/contract.yaml",),
     failure=(
-        "scenarios/completion/seed.yaml:LINE completion-non-breaking-space-is-content: "
+        "scenarios/completion/contract.yaml:LINE completion-non-breaking-space-is-content: "
         "expect.status: expected 'completed', got 'failed'"
     ),
     passes_at_least=17,
