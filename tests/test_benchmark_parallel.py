@@ -1,0 +1,19 @@
+"""The -n benchmark's smoke run: every mode runs the library with every cell passing, and the
+report prints the speed-ups and a verdict (no timing is asserted)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.parallel_run import main
+
+
+@pytest.mark.subprocess
+def test_a_small_run_reports_every_mode_and_the_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--size", "2", "--repeats", "1"]) == 0
+    report = capsys.readouterr().out
+    for mode in ("harness run (-n 0)", "harness run -n 2", "pytest -n 2"):
+        assert re.search(rf"\| {re.escape(mode)} \| [\d.]+ s \| [\d.]+ ms \| [\d.]+x \|", report)
+    assert re.search(r"harness run -n 2 / -n 0: [\d.]+x \(target >= 1.8x\): (PASS|FAIL)", report)
