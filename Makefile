@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.serve_load
 	$(BIN)/python -m benchmarks.target_overhead
 	$(BIN)/python -m benchmarks.parallel_run
+	$(BIN)/python -m benchmarks.startup
 
 clean:
 	rm -rf $(VENV) site .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

@@ -88,7 +88,8 @@ DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 class _CassetteModel(BaseModel):
     # Strict: a stored value is used as stored (replay reads it, digests hash it), so "200" is
     # not a status and 1.0 is not an occurrence.
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # Built on first use: a scripted run imports the cassette package without reading a cassette.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
 _FROM_FILE: Final = object()
@@ -198,7 +199,7 @@ class Interaction(_CassetteModel):
         return Interaction.build(self.key, occurrence, self.request, self.response)
 
 
-_INTERACTIONS: Final = TypeAdapter(list[Interaction])
+_INTERACTIONS: Final = TypeAdapter(list[Interaction], config=ConfigDict(defer_build=True))
 
 
 class CassetteMetadata(_CassetteModel):
