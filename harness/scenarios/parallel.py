@@ -16,6 +16,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +177,23 @@ def _light(result: CellResult) -> CellResult:
     )
 
 
+class WorkerDiedError(HarnessError):
+    """A worker process ended while it ran a batch of cells (killed, out of memory, or code the
+    cell ran exited the process)."""
+
+    code = "worker_died"
+
+
+def _worker_died(cell: Cell) -> CellResult:
+    """The result of a cell whose worker died before reporting it: an error, never a traceback;
+    the run goes on and reports every cell."""
+    died = WorkerDiedError(
+        "the worker process running this cell's batch ended before reporting it (killed, out of "
+        "memory, or the code under test exited the process); run it with -n 0 to see which cell"
+    )
+    return CellResult(cell, error=f"{type(died).__name__}: {died}", error_code=died.code)
+
+
 def batches(cells: Sequence[Cell], workers: int) -> list[list[int]]:
     """Cell indexes in batches of whole scenarios, about `BATCHES_PER_WORKER` per worker."""
     by_scenario: list[list[int]] = []
@@ -216,13 +234,18 @@ def run_in_workers(
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(names,)
     ) as pool:
-        pending: set[Future[list[tuple[int, CellResult]]]] = {
-            pool.submit(_run_batch, batch) for batch in batches(cells, workers)
+        batch_of: dict[Future[list[tuple[int, CellResult]]], list[int]] = {
+            pool.submit(_run_batch, batch): batch for batch in batches(cells, workers)
         }
+        pending = set(batch_of)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                for index, light in future.result():
+                try:
+                    found = future.result()
+                except BrokenProcessPool:
+                    found = [(index, _worker_died(cells[index])) for index in batch_of[future]]
+                for index, light in found:
                     light.cell = cells[index]
                     done[index] = light
                     on_result(light)

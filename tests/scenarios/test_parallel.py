@@ -204,3 +204,29 @@ def test_the_ci_example_uses_real_options() -> None:
             name, arguments = arguments[0], arguments[1:]
             command_ = command_.commands[name]
         command_.make_context(name, arguments)  # unknown options raise click.UsageError
+
+
+def test_a_worker_that_dies_fails_its_cells_and_the_run_reports_every_cell(
+    library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers are forked, so a cell that ends its process (as code under test may) is simulated
+    by replacing the runner before they start."""
+    import os
+
+    from harness.scenarios import parallel
+
+    real_run_cell = parallel.run_cell
+
+    def dies_on_capital_5(cell: Any, options: Any) -> Any:
+        if cell.loaded.scenario.name == "capital-5":
+            os._exit(3)
+        return real_run_cell(cell, options)
+
+    monkeypatch.setattr(parallel, "run_cell", dies_on_capital_5)
+    result = run(library, "-n", "2", "--json", "report.json")
+    assert result.exit_code == 1
+    cells = json.loads(Path("report.json").read_text())["cells"]
+    assert len(cells) == 60, "every cell is reported"
+    died = [cell for cell in cells if cell["error_code"] == "worker_died"]
+    assert {cell["scenario"] for cell in died} >= {"capital-5"}
+    assert "run it with -n 0 to see which cell" in died[0]["error"]
