@@ -214,8 +214,7 @@ def test_a_worker_that_dies_fails_its_cells_and_the_run_reports_every_cell(
     import os
 
     from harness.scenarios import parallel
-
-    real_run_cell = parallel.run_cell
+    from harness.scenarios.run import run_cell as real_run_cell
 
     def dies_on_capital_5(cell: Any, options: Any) -> Any:
         if cell.loaded.scenario.name == "capital-5":
