@@ -250,6 +250,8 @@ def run(
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(EXIT_INVALID)
+    if shard is not None and not cells:  # more shards than scenarios: nothing to do is a pass
+        console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
     results: list[CellResult] = []
     interrupted = False
     # No refresh thread: `-n` forks its workers, which must not inherit a running thread.
