@@ -22,7 +22,6 @@ INTERNAL: Final = re.compile(
 numbers, and internal product names."""
 
 ALLOWED: Final = {
-    ("harness/llm/openai.py", "`seed`"): "OpenAI's own request parameter named seed",
     ("harness/metadata.py", "GrayMatter"): "copied verbatim from the Agent Decision module's "
     "contract (its output table), which tests/test_metadata.py compares word for word",
 }

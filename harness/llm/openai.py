@@ -229,7 +229,7 @@ def parse_request(body: JsonValue) -> LlmRequest:
     System and developer messages anywhere in the conversation join the system text, in order.
     Text content parts are joined; other parts (images, audio, files) and tools that are not
     functions are left out, as is every field the neutral request has no place for (`n`,
-    `seed`, `user`, `stream_options`, ...). Raises `RequestFormatError` naming the field for
+    `user`, `stream_options`, `logprobs`, ...). Raises `RequestFormatError` naming the field for
     anything else: a body that is not an object, no `model` or `messages`, a field of the wrong
     JSON type, a role, tool choice or reasoning effort outside those listed, a number out of
     range (`reasoning_effort: "none"` reads as `ReasoningDisabled`).

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -161,20 +161,7 @@ def _runner() -> TargetRunner:
 
 def _light(result: CellResult) -> CellResult:
     """The result without its cell (the parent has it): only what the cell did crosses back."""
-    return CellResult(
-        cell=None,  # type: ignore[arg-type]
-        mismatches=result.mismatches,
-        error=result.error,
-        error_code=result.error_code,
-        duration=result.duration,
-        run_id=result.run_id,
-        kept_in=result.kept_in,
-        skipped=result.skipped,
-        skipped_expectations=result.skipped_expectations,
-        stderr=result.stderr,
-        differences=result.differences,
-        detail=result.detail,
-    )
+    return replace(result, cell=None)  # type: ignore[arg-type]
 
 
 class WorkerDiedError(HarnessError):
