@@ -856,20 +856,25 @@ def _target_spec(
 ) -> TargetSpec | None:
     """The implementation to run the cells on: `--target`, `--target-cmd`, else
     `[tool.harness] target` in ./pyproject.toml; None for the in-process reference."""
-    from harness.scenarios.targets import TargetSpec, configured_target
-    from harness.targets import TargetSpecError
+    from harness.scenarios.project import configured_target
 
     if target is not None and target_cmd is not None:
+        from harness.targets import TargetSpecError
+
         raise TargetSpecError("give --target or --target-cmd, not both")
     if target is None and target_cmd is None:
         target = configured_target(Path("pyproject.toml"))
     if target is None and target_cmd is None:
         if compare_reference:
+            from harness.targets import TargetSpecError
+
             raise TargetSpecError(
                 "--compare-reference compares a target with the reference: give --target or "
                 "--target-cmd"
             )
         return None
+    from harness.scenarios.targets import TargetSpec  # only when a target runs
+
     return TargetSpec(
         callable=target,
         command=target_cmd,

@@ -266,7 +266,7 @@ def _target_runner(config: pytest.Config) -> TargetRunner | None:
     pytest-xdist worker), or None for the in-process reference."""
     if _TARGET_RUNNER in config.stash:
         return config.stash[_TARGET_RUNNER]
-    from harness.scenarios.targets import TargetSpec, configured_target, target_runner
+    from harness.scenarios.project import configured_target
 
     target = config.getoption("harness_target")
     command = config.getoption("harness_target_cmd")
@@ -274,6 +274,8 @@ def _target_runner(config: pytest.Config) -> TargetRunner | None:
         target = configured_target(config.rootpath / "pyproject.toml")
     runner = None
     if target is not None or command is not None:
+        from harness.scenarios.targets import TargetSpec, target_runner
+
         stack = ExitStack()
         runner = stack.enter_context(
             target_runner(TargetSpec(callable=None if command else target, command=command))

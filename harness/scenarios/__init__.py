@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING
 from harness.scenarios.expect import Mismatch
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.load import LoadedScenario, ScenarioFileError, load_scenarios
+from harness.scenarios.project import configured_target
 from harness.scenarios.run import Cell, CellResult, RunOptions, expand, run_cell, run_scenario
 
 if TYPE_CHECKING:
     from harness.scenarios.targets import (
         TargetRunner,
         TargetSpec,
-        configured_target,
         target_runner,
     )
 
-_TARGETS = frozenset({"TargetRunner", "TargetSpec", "configured_target", "target_runner"})
+_TARGETS = frozenset({"TargetRunner", "TargetSpec", "target_runner"})
 
 
 def __getattr__(name: str) -> object:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import NonNegativeInt, PositiveInt
 
@@ -27,9 +27,11 @@ from harness.protocol.chunks import (
 from harness.protocol.envelope import AgentOutputEnvelope
 from harness.protocol.forced import ForcedCompletionState, ForcedTrigger
 from harness.protocol.outcome import AgentOutcome
-from harness.targets.protocol import AgentResult
 
 CallKind = Literal["work", "forced"]
+
+if TYPE_CHECKING:
+    from harness.targets.protocol import AgentResult  # a target run's answer
 
 
 class ReplyDetail(WireModel):

@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import re
 import time
-import tomllib
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
@@ -55,7 +53,6 @@ from harness.targets.base import (
     Target,
     TargetError,
     TargetProtocolError,
-    TargetSpecError,
 )
 from harness.targets.protocol import (
     AGENT_REPLY,
@@ -92,24 +89,6 @@ class TargetSpec:
             return CommandTarget(self.command)
         assert self.callable is not None
         return CallableTarget(self.callable)
-
-
-def configured_target(pyproject: Path) -> str | None:
-    """`[tool.harness] target` of `pyproject` (None when the file or the key is absent)."""
-    try:
-        with pyproject.open("rb") as file:
-            config = tomllib.load(file)
-    except FileNotFoundError:
-        return None
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise TargetSpecError(f"{pyproject}: cannot read [tool.harness] ({error})") from None
-    target = config.get("tool", {}).get("harness", {}).get("target")
-    if target is not None and not isinstance(target, str):
-        raise TargetSpecError(
-            f"{pyproject}: [tool.harness] target must be a string such as "
-            '"my_pkg.harness_target:run"'
-        )
-    return target
 
 
 @dataclass
