@@ -210,6 +210,7 @@ def run(
         write_json,
         write_junit,
     )
+    from harness.scenarios.run import keep_loaded
     from harness.scenarios.select import compile_keyword
     from harness.stores.timeouts import StoreTimeouts
     from harness.stores.urls import check_store_url
@@ -256,6 +257,7 @@ def run(
     interrupted = False
     # No refresh thread: `-n` forks its workers, which must not inherit a running thread.
     with (
+        keep_loaded(),
         contextlib.ExitStack() as stack,
         Progress(console=console, transient=True, auto_refresh=False) as progress,
     ):

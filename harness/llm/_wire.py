@@ -257,12 +257,9 @@ class RequestReader(PayloadReader[RequestFormatError]):
         schema = self.optional_object(spec.get(schema_key), f"{field}.{schema_key}")
         if schema is None:
             return self.build(ToolDefinition, field, name=name, description=description or "")
+        # no copy: validating `parameters` (JSON values) builds new dicts and lists already
         return self.build(
-            ToolDefinition,
-            field,
-            name=name,
-            description=description or "",
-            parameters=copy_json(schema),
+            ToolDefinition, field, name=name, description=description or "", parameters=schema
         )
 
     def build(self, model: type[ModelT], field: str, /, **values: object) -> ModelT:

@@ -1,10 +1,11 @@
 """The adapter contract and the dispatch: `adapter_for("openai" | "anthropic")`.
 
-An adapter is a module with ten functions (`ProviderAdapter`): render the exact wire JSON of a
+An adapter is a module with eleven functions (`ProviderAdapter`): render the exact wire JSON of a
 neutral `LlmRequest`, name its path and non-secret headers, and parse a JSON reply, a stream of
 server-sent events, or an error answer into neutral values; and, the other way round, read a
 request body back into a neutral `LlmRequest` (`parse_request`, for code that receives requests
-it did not build, such as an agent written on a provider SDK), render a neutral `LlmResponse` as
+it did not build, such as an agent written on a provider SDK, and `forced_tool`, which tells a
+forced call from a work call by its tool choice alone), render a neutral `LlmResponse` as
 the provider's JSON reply or event stream and an error as the provider's error body, so a
 scripted reply goes through the same parser as a recorded one.
 `harness.llm.openai` (Chat Completions) and `harness.llm.anthropic` (Messages) are the two
@@ -40,6 +41,8 @@ class ProviderAdapter(Protocol):
     def render_request(self, request: LlmRequest) -> dict[str, JsonValue]: ...
 
     def parse_request(self, body: JsonValue) -> LlmRequest: ...
+
+    def forced_tool(self, body: JsonValue) -> str | None: ...
 
     def request_path(self, request: LlmRequest) -> str: ...
 

@@ -84,6 +84,7 @@ from harness.llm.models import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    tool_forced_by,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
 
@@ -419,13 +420,33 @@ def _parse_assistant(blocks: list[JsonValue], path: str) -> AssistantMessage:
     )
 
 
-def _parse_tools(value: JsonValue) -> Iterator[ToolDefinition]:
-    """Client tools (no `type`, or `custom`); server tools such as web search are left out."""
+def forced_tool(body: JsonValue) -> str | None:
+    """The tool a request body forces the model to call (`LlmRequest.forces_tool`), read from its
+    `tool_choice` and its client tools' names alone: how a received request is told forced or
+    work without reading its whole conversation. Raises `RequestFormatError` for those fields as
+    `parse_request` does."""
+    request = _REQUEST.object(body, "body")
+    names = tuple(
+        _REQUEST.name(tool.get("name"), f"{path}.name")
+        for tool, path in _client_tools(request.get("tools"))
+    )
+    return tool_forced_by(_parse_tool_choice(request.get("tool_choice")), names)
+
+
+def _client_tools(value: JsonValue) -> Iterator[tuple[dict[str, JsonValue], str]]:
+    """Client tools (no `type`, or `custom`) with their paths; server tools such as web search
+    are left out."""
     for position, item in enumerate(_REQUEST.optional_array(value, "tools")):
         path = f"tools[{position}]"
         tool = _REQUEST.object(item, path)
         if tool.get("type", "custom") == "custom":
-            yield _REQUEST.tool(tool, path, schema_key="input_schema")
+            yield tool, path
+
+
+def _parse_tools(value: JsonValue) -> Iterator[ToolDefinition]:
+    """Client tools (no `type`, or `custom`); server tools such as web search are left out."""
+    for tool, path in _client_tools(value):
+        yield _REQUEST.tool(tool, path, schema_key="input_schema")
 
 
 def _parse_tool_choice(value: JsonValue) -> ToolChoice:

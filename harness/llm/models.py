@@ -164,9 +164,17 @@ class LlmRequest(WireModel):
         """Whether this request forces the model to call `name`: its tool choice names it, or is
         `required` with `name` the only tool offered. This is how a forced-completion call is told
         apart from a work call, whatever runtime sent it."""
-        return self.tool_choice == NamedToolChoice(name=name) or (
-            self.tool_choice == "required" and self.tool_names() == (name,)
-        )
+        return tool_forced_by(self.tool_choice, self.tool_names()) == name
+
+
+def tool_forced_by(choice: ToolChoice, tool_names: tuple[str, ...]) -> str | None:
+    """The tool a request with `choice` and tools `tool_names` forces the model to call: the one
+    a named choice names, or the only tool offered with `required`; None when it forces none."""
+    if isinstance(choice, NamedToolChoice):
+        return choice.name
+    if choice == "required" and len(tool_names) == 1:
+        return tool_names[0]
+    return None
 
 
 class Usage(WireModel):

@@ -70,6 +70,7 @@ from harness.llm.models import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    tool_forced_by,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
 
@@ -265,6 +266,20 @@ def parse_request(body: JsonValue) -> LlmRequest:
         response_format=_parse_format(request.get("response_format"), "response_format"),
         stream=_REQUEST.flag(request.get("stream"), "stream"),
     )
+
+
+def forced_tool(body: JsonValue) -> str | None:
+    """The tool a request body forces the model to call (`LlmRequest.forces_tool`), read from its
+    `tool_choice` and its tools' names alone: how a received request is told forced or work
+    without reading its whole conversation. Raises `RequestFormatError` for those fields as
+    `parse_request` does."""
+    request = _REQUEST.object(body, "body")
+    nested = "messages" in request or "input" not in request  # Chat, else Responses
+    names = tuple(
+        _REQUEST.name(spec.get("name"), f"{path}.name")
+        for spec, path in _function_specs(request.get("tools"), nested=nested)
+    )
+    return tool_forced_by(_parse_tool_choice(request.get("tool_choice"), nested=nested), names)
 
 
 def _sampling(request: dict[str, JsonValue]) -> dict[str, float | None]:

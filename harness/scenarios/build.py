@@ -17,6 +17,7 @@ from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, Reason
 from harness.llm.script import ScriptTransport
 from harness.modules.catalog import PolicyUnavailableError, ToolCatalog
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
+from harness.providers import Provider
 from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
 
 
@@ -31,7 +32,19 @@ def reasoning(value: str | None) -> Reasoning | None:
 def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
     """The agent the scenario describes, validated as one document so that a refusal's location
     names the part at fault (`tools.1.name`); `agent_refusals` turns it into the scenario's."""
-    default_model = "gpt-4o-mini" if scenario.provider == "openai" else "claude-sonnet-4-5"
+    return agent_named(spec, name=scenario.name, provider=scenario.provider, model=scenario.model)
+
+
+def default_model(provider: Provider) -> str:
+    """The model a scenario that names none runs on."""
+    return "gpt-4o-mini" if provider == "openai" else "claude-sonnet-4-5"
+
+
+def agent_named(
+    spec: AgentSpec, *, name: str, provider: Provider, model: str | None
+) -> AgentDefinition:
+    """The agent `spec` describes, named `name`, on `model` (the provider's default model when
+    None): `agent_definition` for a caller that holds the scenario's fields, not the scenario."""
     # An omitted budget is left out, so the definition's own default applies, as it does for
     # an agent defined without one.
     budget = (
@@ -43,8 +56,8 @@ def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
         {
             **spec.parts(),
             **budget,
-            "name": scenario.name,
-            "model": scenario.model or default_model,
+            "name": name,
+            "model": model or default_model(provider),
             "reasoning": reasoning(spec.reasoning),
         }
     )

@@ -61,7 +61,7 @@ class AgentObservation:
     chunks: Sequence[StreamChunk]
     outcome_record: dict[str, Any]
     envelope: dict[str, Any]
-    requests: dict[str, list[ObservedRequest]]
+    requests: Mapping[str, Sequence[ObservedRequest]]
     """`work` and `forced` requests, in the order they were sent."""
     memory_extractions: int | None = None
     override_calls: Sequence[str] | None = None
@@ -360,7 +360,7 @@ def check_chunk_sequence(
 
 
 def _check_requests(
-    key: str, wanted: RequestExpect, requests: list[ObservedRequest]
+    key: str, wanted: RequestExpect, requests: Sequence[ObservedRequest]
 ) -> list[Mismatch]:
     """One mismatch per expected field that some request breaks (the first such request)."""
     if not requests:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,6 +129,19 @@ def expand(loaded: Iterable[LoadedScenario], options: RunOptions) -> list[Cell]:
                 continue
             cells.append(Cell(item, runtime, store))
     return cells
+
+
+@contextlib.contextmanager
+def keep_loaded() -> Iterator[None]:
+    """While the block runs, leave everything loaded before it (the harness, the scenario files,
+    their cells) out of the garbage collector's passes. A run's cells make short-lived objects by
+    the million, and every full collection they set off otherwise walked the whole library
+    again. Afterwards the collector sees all of it again (nothing loaded is kept for good)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def run_cell(cell: Cell, options: RunOptions) -> CellResult:

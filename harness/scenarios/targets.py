@@ -14,11 +14,13 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Final, overload
 
+import orjson
 from pydantic import ValidationError
 
 from harness.agent.definition import FINISH_TOOL
@@ -34,6 +36,7 @@ from harness.errors import HarnessError
 from harness.llm.adapters import adapter_for
 from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import ScriptTransport
+from harness.providers import Provider
 from harness.scenarios import build
 from harness.scenarios.detail import CellDetail, target_detail
 from harness.scenarios.expect import (
@@ -194,10 +197,10 @@ class TargetRunner:
         finally:
             self.server.detach(session)
             transport.close()
-        requests = _received(session)
+        calls = _received(session)
         if scenario.kind == "agent":
-            return self._agent(connected.target.name, scenario, message, answer, requests, result)
-        return self._module(connected.target.name, scenario, answer, requests, result)
+            return self._agent(connected.target.name, scenario, message, answer, calls, result)
+        return self._module(connected.target.name, scenario, answer, calls, result)
 
     def _agent(
         self,
@@ -205,7 +208,7 @@ class TargetRunner:
         scenario: Scenario,
         message: dict[str, Any],
         answer: dict[str, Any],
-        requests: list[tuple[str, LlmRequest]],
+        calls: list[_Call],
         result: CellResult,
     ) -> _Observed:
         reply = _validated(AGENT_REPLY, answer, name)
@@ -214,21 +217,21 @@ class TargetRunner:
         spec = scenario.agent
         assert spec is not None
         agent = build.agent_definition(scenario, spec)
-        observation = _observation(reply, agent, requests)
+        observation = _observation(reply, agent, calls)
         mismatches, skipped = check_observation(scenario.expect, observation)
         if scenario.workflow is not None and scenario.expect.downstream is not None:
             downstream = run_workflow(scenario.workflow, reply.envelope)
             mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
         result.mismatches.extend(mismatches)
         result.skipped_expectations.extend(skipped)
-        return _Observed(reply, requests)
+        return _Observed(reply, calls)
 
     def _module(
         self,
         name: str,
         scenario: Scenario,
         answer: dict[str, Any],
-        requests: list[tuple[str, LlmRequest]],
+        calls: list[_Call],
         result: CellResult,
     ) -> _Observed:
         reply = _validated(MODULE_REPLY, answer, name)
@@ -244,18 +247,22 @@ class TargetRunner:
         ):
             error = None if execution.error is None else _ReportedError(execution.error)
             found = check_module(
-                expect, outputs=dict(execution.outputs), error=error, llm_calls=len(requests)
+                expect, outputs=dict(execution.outputs), error=error, llm_calls=len(calls)
             )
             if scenario.executions is not None:
                 found = [replace(m, key=f"executions.{index}.{m.key}") for m in found]
             result.mismatches.extend(found)
-        return _Observed(reply, requests)
+        return _Observed(reply, calls)
 
 
 @dataclass(frozen=True)
 class _Observed:
     reply: AgentResult | ModuleResult
-    requests: list[tuple[str, LlmRequest]]
+    calls: list[_Call]
+
+    @property
+    def requests(self) -> list[tuple[str, LlmRequest]]:
+        return [(call.kind, call.request) for call in self.calls]
 
     @property
     def answer(self) -> dict[str, Any]:
@@ -305,7 +312,6 @@ def _cell_message(
     if scenario.kind == "agent":
         spec = scenario.agent
         assert spec is not None
-        agent = build.agent_definition(scenario, spec)
         return {
             "type": "cell",
             "id": cell.id,
@@ -314,7 +320,7 @@ def _cell_message(
             "runtime": cell.runtime,
             "store": cell.store,
             "provider": scenario.provider,
-            "model": agent.model,
+            "model": scenario.model or build.default_model(scenario.provider),
             "base_urls": base_urls,
             "agent": spec.model_dump(mode="json"),
             "user_message": spec.user_message,
@@ -407,22 +413,61 @@ def _location(location: tuple[int | str, ...]) -> tuple[int | str, ...]:
     return location[1:] if location[:1] in (("result",), ("error",), ("hello",)) else location
 
 
-def _received(session: Session) -> list[tuple[str, LlmRequest]]:
-    """Each request the session received, parsed, and called `forced` or `work`."""
-    requests: list[tuple[str, LlmRequest]] = []
+@dataclass(eq=False)
+class _Call:
+    """One request a session received, called `forced` or `work` by its tool choice alone; the
+    whole request (every message of the conversation so far) is read only when something reads
+    it: an expectation on the requests, the report's detail, the comparison with the reference."""
+
+    kind: str
+    provider: Provider
+    body: dict[str, Any]
+
+    @cached_property
+    def request(self) -> LlmRequest:
+        return adapter_for(self.provider).parse_request(self.body)
+
+
+def _received(session: Session) -> list[_Call]:
+    """Each request the session received, in order, with its kind."""
+    calls: list[_Call] = []
     for received in session.received:
+        adapter = adapter_for(received.provider)
         try:
-            request = adapter_for(received.provider).parse_request(json.loads(received.body))
+            body = orjson.loads(received.body)
+            forced = adapter.forced_tool(body) == session.output_tool
         except (ValueError, HarnessError):
             continue  # the server answered it with a provider error; nothing to check
-        kind = "forced" if request.forces_tool(session.output_tool) else "work"
-        requests.append((kind, request))
-    return requests
+        calls.append(_Call("forced" if forced else "work", received.provider, body))
+    return calls
 
 
-def _observation(
-    reply: AgentResult, agent: Any, requests: list[tuple[str, LlmRequest]]
-) -> AgentObservation:
+class _OnTheWire(Sequence[ObservedRequest]):
+    """The requests of one kind as the expectations read them, each read from the wire the
+    first time it is looked at."""
+
+    def __init__(self, calls: list[_Call], read: Callable[[LlmRequest], ObservedRequest]) -> None:
+        self._calls = calls
+        self._read = read
+        self._observed: dict[int, ObservedRequest] = {}
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    @overload
+    def __getitem__(self, index: int) -> ObservedRequest: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ObservedRequest]: ...
+    def __getitem__(self, index: int | slice) -> ObservedRequest | list[ObservedRequest]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        position = range(len(self))[index]  # IndexError as for a list
+        if position not in self._observed:
+            self._observed[position] = self._read(self._calls[position].request)
+        return self._observed[position]
+
+
+def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObservation:
     trigger = next(
         (chunk.trigger for chunk in reply.chunks if chunk.kind == "forced_completion"), None
     )
@@ -440,11 +485,10 @@ def _observation(
         outcome_record=reply.outcome_record.model_dump(),
         envelope=reply.envelope.model_dump(mode="json", by_alias=True),
         requests={
-            kind: [
-                _on_the_wire(request, fragments, memory_opening, trigger)
-                for sent, request in requests
-                if sent == kind
-            ]
+            kind: _OnTheWire(
+                [call for call in calls if call.kind == kind],
+                lambda request: _on_the_wire(request, fragments, memory_opening, trigger),
+            )
             for kind in ("work", "forced")
         },
         memory_extractions=counters.memory_extractions,

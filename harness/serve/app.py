@@ -26,7 +26,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from harness.cassettes import CassetteMissError, CassetteTransport, RecordMode
 from harness.errors import CassetteError, HarnessError
@@ -140,7 +140,7 @@ class ReplayApp:
         # request (two realpath walks) cost as much as finding the recorded answer.
         self._by_name: dict[tuple[str, Provider], CassetteTransport] = {}
         self.sessions: dict[str, Session] = {}
-        self.app = Starlette(
+        self._control = Starlette(
             routes=[
                 StarletteRoute(f"{CONTROL_PREFIX}/health", self.health, methods=["GET"]),
                 StarletteRoute(f"{CONTROL_PREFIX}/sessions", self.open_session, methods=["POST"]),
@@ -149,10 +149,22 @@ class ReplayApp:
                     self.session_endpoint,
                     methods=["GET", "DELETE"],
                 ),
-                StarletteRoute("/{path:path}", self.provider_call, methods=_ALL_METHODS),
+                StarletteRoute(
+                    f"{CONTROL_PREFIX}/{{path:path}}", self.unknown, methods=_ALL_METHODS
+                ),
             ],
             lifespan=self._lifespan,
         )
+
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app. A provider call goes straight to `provider_call`: Starlette's router
+        and middleware, which only the control API needs, cost a loopback call as much as
+        answering it (every model call of a target's cell pays it)."""
+        if scope["type"] == "http" and not scope["path"].startswith(CONTROL_PREFIX):
+            response = await self.provider_call(Request(scope, receive))
+            await response(scope, receive, send)
+        else:
+            await self._control(scope, receive, send)
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -277,7 +289,7 @@ class ReplayApp:
         ]
         if recording:
             headers.extend(self.config.credentials(target.provider).items())
-        query = request.url.query
+        query = request.scope["query_string"].decode("latin-1")
         url = (
             self.config.upstream(target.provider) + target.endpoint + (f"?{query}" if query else "")
         )
@@ -286,6 +298,14 @@ class ReplayApp:
         )
 
     # -- control --------------------------------------------------------------------------------
+
+    async def unknown(self, request: Request) -> Response:
+        return _control_error(
+            404,
+            f"no control endpoint {request.method} {request.url.path}: the control API is "
+            f"GET {CONTROL_PREFIX}/health, POST {CONTROL_PREFIX}/sessions and "
+            f"GET or DELETE {CONTROL_PREFIX}/sessions/<id>",
+        )
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -496,7 +516,7 @@ def _control_error(status: int, message: str) -> Response:
     return JSONResponse({"error": {"message": message}}, status)
 
 
-def create_app(config: ServeConfig) -> Starlette:
+def create_app(config: ServeConfig) -> ASGIApp:
     """The ASGI app serving `config`."""
     return ReplayApp(config).app
 

@@ -76,6 +76,7 @@ def _uvicorn_config(app: ReplayApp) -> uvicorn.Config:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        interface="asgi3",
         # "auto" picks httptools and uvloop, installed with harness (uvloop where it runs)
         http="auto",
         loop="auto",

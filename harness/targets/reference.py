@@ -86,8 +86,7 @@ def _gateway(provider: str, base_urls: dict[str, str]) -> LlmGateway:
 
 def _agent(cell: AgentCell) -> dict[str, Any]:
     spec = AgentSpec.model_validate(cell.agent)
-    stub = Scenario.model_construct(name=cell.scenario, provider=cell.provider, model=cell.model)
-    agent = build.agent_definition(stub, spec)
+    agent = build.agent_named(spec, name=cell.scenario, provider=cell.provider, model=cell.model)
     store = cell_store(cell.store, RunOptions())
     gateway = _gateway(cell.provider, cell.base_urls)
     try:

@@ -8,6 +8,7 @@ same body again. Real bodies come from the pydantic-ai corpus and from the offic
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 import httpx2
@@ -528,6 +529,108 @@ def test_a_malformed_body_is_a_request_format_error_naming_the_field(
     assert isinstance(error, ValueError)
 
 
+# -- telling a forced call from a work call by its tool choice alone -----------------------------
+
+
+def _forced_by_parsing(body: dict[str, Any], provider: Provider) -> str | None:
+    request = adapter_for(provider).parse_request(body)
+    return next((name for name in request.tool_names() if request.forces_tool(name)), None) or (
+        request.tool_choice.name if isinstance(request.tool_choice, NamedToolChoice) else None
+    )
+
+
+@given(llm_requests("openai"))
+def test_openai_forced_tool_agrees_with_the_parsed_request(request: LlmRequest) -> None:
+    body = rendered(request, "openai")
+    assert openai.forced_tool(body) == _forced_by_parsing(body, "openai")
+
+
+@given(llm_requests("anthropic"))
+def test_anthropic_forced_tool_agrees_with_the_parsed_request(request: LlmRequest) -> None:
+    body = rendered(request, "anthropic")
+    assert anthropic.forced_tool(body) == _forced_by_parsing(body, "anthropic")
+
+
+@pytest.mark.parametrize(
+    ("provider", "body", "forced"),
+    [
+        ("openai", {"tools": [{"type": "function", "function": {"name": "f"}}]}, None),
+        (
+            "openai",
+            {
+                "tools": [{"type": "function", "function": {"name": "f"}}],
+                "tool_choice": {"type": "function", "function": {"name": "f"}},
+            },
+            "f",
+        ),
+        (
+            "openai",
+            {"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"},
+            "f",
+        ),
+        (
+            "openai",
+            {
+                "tools": [
+                    {"type": "function", "function": {"name": "f"}},
+                    {"type": "function", "function": {"name": "g"}},
+                ],
+                "tool_choice": "required",
+            },
+            None,
+        ),
+        (  # the Responses API: functions are not nested
+            "openai",
+            {
+                "input": "hi",
+                "tools": [{"type": "function", "name": "f"}],
+                "tool_choice": {"type": "function", "name": "f"},
+            },
+            "f",
+        ),
+        (
+            "anthropic",
+            {
+                "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+                "tool_choice": {"type": "tool", "name": "f"},
+            },
+            "f",
+        ),
+        (  # a server tool is not a client tool: `any` with one client tool forces it
+            "anthropic",
+            {
+                "tools": [{"name": "f"}, {"type": "web_search_20250305", "name": "web_search"}],
+                "tool_choice": {"type": "any"},
+            },
+            "f",
+        ),
+        ("anthropic", {"tools": [{"name": "f"}], "tool_choice": {"type": "auto"}}, None),
+    ],
+)
+def test_forced_tool_reads_the_tool_choice_of_each_wire(
+    provider: Provider, body: dict[str, Any], forced: str | None
+) -> None:
+    body = {"model": "m", "messages": [], **body} if "input" not in body else {"model": "m", **body}
+    assert adapter_for(provider).forced_tool(body) == forced
+    assert _forced_by_parsing(body, provider) == forced
+
+
+@pytest.mark.parametrize(
+    ("provider", "body", "field"),
+    [
+        ("openai", {"tool_choice": "sometimes"}, "tool_choice"),
+        ("openai", {"tools": [{"type": "function", "function": {}}]}, "tools[0].function.name"),
+        ("anthropic", {"tool_choice": {"type": "maybe"}}, "tool_choice.type"),
+        ("anthropic", {"tools": "f"}, "tools"),
+    ],
+)
+def test_forced_tool_refuses_a_malformed_choice_naming_the_field(
+    provider: Provider, body: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(RequestFormatError, match=re.escape(f"`{field}`")):
+        adapter_for(provider).forced_tool({"model": "m", "messages": [], **body})
+
+
 # -- real bodies ---------------------------------------------------------------------------------
 
 
@@ -536,6 +639,8 @@ def test_every_recorded_request_parses(case: Recorded) -> None:
     request = adapter_for(case.provider).parse_request(case.request_body)
     assert request.model == case.request_body["model"]
     assert request.stream is case.request_body.get("stream", False)
+    forced = adapter_for(case.provider).forced_tool(case.request_body)
+    assert forced == _forced_by_parsing(case.request_body, case.provider)
 
 
 @pytest.mark.parametrize(("case", "_"), EXPRESSIBLE, ids=[case.name for case, _ in EXPRESSIBLE])

@@ -276,6 +276,19 @@ def test_an_endpoint_the_server_does_not_speak_is_the_sdks_not_found_error(
     assert_still_serves(replaying, site)
 
 
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_an_unknown_control_path_is_a_json_404_listing_the_control_api(
+    method: str, replaying: ReplayServer, site: Site
+) -> None:
+    answer = raw_request(replaying.url, method, "/_harness/session", b"{}")
+
+    assert answer.status == 404
+    message = answer.json()["error"]["message"]
+    assert f"no control endpoint {method} /_harness/session:" in message
+    assert "POST /_harness/sessions" in message
+    assert_still_serves(replaying, site)
+
+
 @pytest.mark.parametrize(
     ("target", "says"),
     [

@@ -99,6 +99,37 @@ def test_a_wrong_forced_prompt_fails_with_the_reference_line(tmp_path: Path) -> 
     ), failing
 
 
+def test_every_request_counts_and_one_the_harness_cannot_read_fails_the_cell_naming_it(
+    tmp_path: Path,
+) -> None:
+    """After its run the target sends one more request, with a message role no provider has: the
+    server answers it (with an error: the script is used up), it counts as a call, and an
+    expectation that reads it fails the cell naming the field, never dropping it silently."""
+    extra = """
+    if message.get("type") == "cell":
+        import httpx2
+        httpx2.post(
+            message["base_urls"]["openai"] + "/chat/completions",
+            json={"model": "m", "messages": [{"role": "robot", "content": "beep"}]},
+        )
+    """
+    path = tmp_path / "capital.yaml"
+    path.write_text(
+        ONE_CELL.replace(
+            "expect: {status: completed, outcome_record: {final_message: It is Paris.}}",
+            "expect: {status: completed, llm_calls: 2}",
+        ).replace(
+            "expect: {status: completed, outcome_record: {final_message: It is Rome.}}",
+            "expect: {status: completed, work_request: {tools: []}}",
+        )
+    )
+    counted, read = run_on(TargetSpec(command=stdio_target(tmp_path, extra)), path)
+    assert counted.passed, failure_lines(counted)
+    assert read.error_code == "llm_request_invalid", read.error
+    assert "`messages[0].role`" in (read.error or "")
+    assert "beep" not in (read.error or "")
+
+
 def test_a_crashing_target_fails_its_cell_with_its_stderr_and_the_next_cell_runs(
     tmp_path: Path, two_cells: Path
 ) -> None:
