@@ -195,7 +195,6 @@ def run(
     With --target or --target-cmd the cells run on your own implementation (see "Testing your
     own runtime" in the documentation); the harness checks what it answers and the requests it
     sent."""
-    from rich.markup import escape
     from rich.progress import Progress
 
     from harness.cassettes import RecordMode
@@ -204,8 +203,6 @@ def run(
     from harness.scenarios.parallel import LAST_RUN, Shard, worker_count
     from harness.scenarios.report import (
         check_report_paths,
-        failure_lines,
-        skip_lines,
         summary,
         write_json,
         write_junit,
@@ -297,26 +294,7 @@ def run(
             interrupted = True
     with contextlib.suppress(OSError):  # `--last-failed` reads it; a read-only folder skips it
         write_json(results, options.workdir / LAST_RUN)
-    table = _summary_table(results, escape)
-    console.print(table)
-    for result in results:
-        for line in failure_lines(result):
-            console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
-    for line in skip_lines(results):
-        console.print(f"[yellow]SKIP[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
-    counts = summary(results)
-    not_run = len(cells) - len(results)
-    console.print(
-        f"{counts['passed']} passed, {counts['failed']} failed"
-        + (f", {counts['skipped']} skipped" if counts["skipped"] else "")
-        + (
-            f", {counts['skipped_expectations']} expectation(s) skipped"
-            if counts["skipped_expectations"]
-            else ""
-        )
-        + (f", {not_run} not run (interrupted)" if interrupted else ""),
-        highlight=False,
-    )
+    print_summary(console, results, not_run=len(cells) - len(results) if interrupted else 0)
     try:
         if junit_xml is not None:
             write_junit(results, junit_xml)
@@ -331,7 +309,7 @@ def run(
         sys.exit(EXIT_INVALID)
     if interrupted:
         sys.exit(EXIT_INTERRUPTED)
-    sys.exit(EXIT_FAILED if counts["failed"] else EXIT_OK)
+    sys.exit(EXIT_FAILED if summary(results)["failed"] else EXIT_OK)
 
 
 @main.command()
@@ -789,8 +767,44 @@ FULL_TABLE_CELLS = 50
 failure is still printed in full below it)."""
 
 
-def _summary_table(results: Sequence[CellResult], escape: Callable[[str], str]) -> Table:
-    if len(results) > FULL_TABLE_CELLS:
+def print_summary(
+    console: Console,
+    results: Sequence[CellResult],
+    *,
+    not_run: int = 0,
+    per_cell: bool | None = None,
+) -> None:
+    """What `harness run` prints when the cells are done: the table (a row per cell up to
+    `FULL_TABLE_CELLS` cells, else a row per scenario file; `per_cell` forces either), every
+    failure in full, the skips, and the counts (`not_run`: cells an interruption left)."""
+    from rich.markup import escape
+
+    from harness.scenarios.report import failure_lines, skip_lines, summary
+
+    console.print(_summary_table(results, escape, per_cell=per_cell))
+    for result in results:
+        for line in failure_lines(result):
+            console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    for line in skip_lines(results):
+        console.print(f"[yellow]SKIP[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+    counts = summary(results)
+    console.print(
+        f"{counts['passed']} passed, {counts['failed']} failed"
+        + (f", {counts['skipped']} skipped" if counts["skipped"] else "")
+        + (
+            f", {counts['skipped_expectations']} expectation(s) skipped"
+            if counts["skipped_expectations"]
+            else ""
+        )
+        + (f", {not_run} not run (interrupted)" if not_run else ""),
+        highlight=False,
+    )
+
+
+def _summary_table(
+    results: Sequence[CellResult], escape: Callable[[str], str], *, per_cell: bool | None = None
+) -> Table:
+    if not (len(results) <= FULL_TABLE_CELLS if per_cell is None else per_cell):
         return _files_table(results, escape)
     table = Table(title="harness run")
     for column in ("scenario", "runtime", "store", "result", "time"):
@@ -814,18 +828,26 @@ def _summary_table(results: Sequence[CellResult], escape: Callable[[str], str]) 
 
 
 def _files_table(results: Sequence[CellResult], escape: Callable[[str], str]) -> Table:
-    """One row per scenario file: its cells, how many passed, failed and were skipped, its time."""
+    """A row per scenario file with a failed or skipped cell, then one row for every file whose
+    cells all passed: what a large run needs to show, in as many rows as it has problems."""
     rows: dict[str, list[float]] = {}
     for result in results:
         row = rows.setdefault(str(result.cell.loaded.path), [0, 0, 0, 0, 0.0])
         row[0] += 1
         row[1 if result.passed else 3 if result.skipped else 2] += 1
         row[4] += result.duration
-    table = Table(title=f"harness run: {len(results):,} cells")
+    table = Table(title=f"harness run: {len(results):,} cells in {len(rows):,} files")
     table.add_column("file", overflow="fold")
     for column in ("cells", "passed", "failed", "skipped", "time"):
         table.add_column(column, justify="right")
-    for path, (cells, passed, failed, skipped, seconds) in rows.items():
+    clean = [0.0, 0.0, 0.0, 0.0, 0.0]
+    clean_files = 0
+    for path, row in rows.items():
+        cells, passed, failed, skipped, seconds = row
+        if not failed and not skipped:
+            clean_files += 1
+            clean = [total + value for total, value in zip(clean, row, strict=True)]
+            continue
         table.add_row(
             escape(path),
             f"{cells:.0f}",
@@ -833,6 +855,15 @@ def _files_table(results: Sequence[CellResult], escape: Callable[[str], str]) ->
             f"[red]{failed:.0f}[/red]" if failed else "0",
             f"{skipped:.0f}",
             f"{seconds:.2f} s",
+        )
+    if clean_files:
+        table.add_row(
+            f"{clean_files:,} other file{'s' if clean_files != 1 else ''}, all passed",
+            f"{clean[0]:.0f}",
+            f"{clean[1]:.0f}",
+            "0",
+            "0",
+            f"{clean[4]:.2f} s",
         )
     return table
 

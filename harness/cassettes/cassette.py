@@ -38,11 +38,11 @@ import json
 import os
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, NamedTuple, overload
 
 import orjson
 from pydantic import (
@@ -59,7 +59,7 @@ from pydantic import (
 )
 
 from harness import files
-from harness.cassettes.key import canonical_request_key
+from harness.cassettes.key import canonical_request_key, keyed_headers
 from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
 from harness.files import (
     FileTooLargeError,
@@ -279,7 +279,7 @@ def signature_for(cassette: Cassette, signing_key: str) -> str:
         {
             "format": FORMAT,
             "metadata": cassette.metadata.model_dump(mode="json", exclude_none=True),
-            "digests": [interaction["digest"] for interaction in cassette.raw],
+            "digests": [entry.digest for entry in cassette.entries],
         }
     )
     mac = hmac.new(signing_key.encode("utf-8"), message, hashlib.sha256).hexdigest()
@@ -290,37 +290,91 @@ def signing_key_from_environment() -> str | None:
     return os.environ.get(SIGNING_KEY_VARIABLE) or None
 
 
+ExactRequest = tuple[str, str, str, tuple[tuple[str, str], ...], bytes]
+"""A request's method, path, query, keyed headers and the SHA-256 of its body bytes: two requests
+with the same are byte-identical where the key looks, so they have the same key."""
+
+
+def exact_request(request: RecordedRequest) -> ExactRequest:
+    """The exact form of a recorded request; its body as compact JSON, the bytes httpx's `json=`
+    and the harness gateway send. A JSON body is written by orjson, ten times faster than the
+    standard library, whose bytes it matches but for rare number spellings (`1e16` for
+    `1e+16`): such a request is not found by its exact form and takes the full key instead."""
+    body = request.body
+    try:
+        sent = orjson.dumps(body) if body is not None else request.body_bytes()
+    except TypeError:  # beyond what orjson writes (an integer over 64 bits): as stored
+        sent = request.body_bytes()
+    return (
+        request.method,
+        request.path,
+        request.query,
+        tuple(sorted(keyed_headers(request.headers).items())),
+        hashlib.sha256(sent).digest(),
+    )
+
+
+class Entry(NamedTuple):
+    """What a cassette knows of an interaction without reading it again."""
+
+    key: str
+    occurrence: int
+    digest: str
+    """As stored."""
+    method: str
+    path: str
+
+
 class Cassette:
     """A cassette in memory: typed interactions, the stored form they were read from, an index.
 
     `raw` is each interaction exactly as stored (what digests hash and `dumps` writes back);
     `interactions` are the same interactions as typed models, checked when the cassette was read;
     `by_key` lists the indexes of each key's interactions in file order.
+
+    A cassette file as `dumps` writes it is kept as its bytes: each interaction is read, checked
+    and verified as the file is loaded and then let go, and read again when it is replayed, so a
+    replay holds about the file's size in memory, not the file and its whole parsed tree. Both
+    `interactions` and `raw` are then sequences that read each item when it is looked at.
     """
 
     def __init__(
         self,
         path: Path,
         metadata: CassetteMetadata,
-        interactions: list[Interaction],
+        interactions: Sequence[Interaction],
         *,
-        raw: list[dict[str, Any]] | None = None,
+        raw: Sequence[dict[str, Any]] | None = None,
         signature: str | None = None,
         digests: list[str] | None = None,
+        entries: list[Entry] | None = None,
+        exact: dict[ExactRequest, str] | None = None,
     ) -> None:
         self.path = path
         self.metadata = metadata
         self.signature = signature
         self.interactions = interactions
-        self.raw = (
+        self.raw: Sequence[dict[str, Any]] = (
             raw
             if raw is not None
             else [i.model_dump(mode="json", exclude_none=True) for i in interactions]
         )
         self._digests = digests
+        self.entries = (
+            entries
+            if entries is not None
+            else [
+                Entry(i.key, i.occurrence, i.digest, i.request.method, i.request.path)
+                for i in interactions
+            ]
+        )
+        self._exact = exact
         self.by_key: dict[str, list[int]] = defaultdict(list)
-        for index, interaction in enumerate(interactions):
-            self.by_key[interaction.key].append(index)
+        for index, entry in enumerate(self.entries):
+            self.by_key[entry.key].append(index)
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
     @classmethod
     def from_document(cls, path: Path, document: CassetteDocument) -> Cassette:
@@ -336,9 +390,18 @@ class Cassette:
         return self._digests
 
     @property
+    def exact_requests(self) -> dict[ExactRequest, str]:
+        """Each recorded request's exact form -> its key (the first, for a form seen twice)."""
+        if self._exact is None:
+            self._exact = {}
+            for interaction in self.interactions:
+                self._exact.setdefault(exact_request(interaction.request), interaction.key)
+        return self._exact
+
+    @property
     def document(self) -> CassetteDocument:
         return CassetteDocument(
-            metadata=self.metadata, interactions=self.interactions, signature=self.signature
+            metadata=self.metadata, interactions=list(self.interactions), signature=self.signature
         )
 
     @classmethod
@@ -353,11 +416,16 @@ class Cassette:
         *,
         allow_tampered: bool = False,
         signing_key: str | None = None,
+        index_requests: bool = False,
     ) -> Cassette:
         """Read, check and verify the cassette file at `path` (see `from_bytes`)."""
         path = Path(path)
         return cls.from_bytes(
-            path, read_cassette(path), allow_tampered=allow_tampered, signing_key=signing_key
+            path,
+            read_cassette(path),
+            allow_tampered=allow_tampered,
+            signing_key=signing_key,
+            index_requests=index_requests,
         )
 
     @classmethod
@@ -368,8 +436,12 @@ class Cassette:
         *,
         allow_tampered: bool = False,
         signing_key: str | None = None,
+        index_requests: bool = False,
     ) -> Cassette:
         """Check and verify the bytes of the cassette file at `path`.
+
+        `index_requests` builds `exact_requests` as the file is read, for a replay (otherwise it
+        is built when first asked for, reading every interaction again).
 
         Raises `CassetteFormatError` naming the file (and line, or interaction and field) when
         the bytes are not a cassette a replay can serve (see `parse_cassette`), and
@@ -379,7 +451,7 @@ class Cassette:
         """
         key = signing_key or signing_key_from_environment()
         with _collector_paused():
-            cassette = parse_cassette(path, raw)
+            cassette = parse_cassette(path, raw, index_requests=index_requests)
             if allow_tampered:
                 return cassette
             problems = list(find_tampering(cassette, key))
@@ -410,7 +482,7 @@ class Cassette:
         data: dict[str, Any] = {
             "format": FORMAT,
             "metadata": self.metadata.model_dump(mode="json", exclude_none=True),
-            "interactions": self.raw,
+            "interactions": list(self.raw),
         }
         if key:
             data["signature"] = signature_for(self, key)
@@ -491,7 +563,7 @@ def _unreadable(path: Path, error: OSError | ValueError) -> CassetteFormatError:
     return CassetteFormatError(f"cassette {path} cannot be read: {reason}")
 
 
-def parse_cassette(path: Path, raw: bytes) -> Cassette:
+def parse_cassette(path: Path, raw: bytes, *, index_requests: bool = False) -> Cassette:
     """Parse and check the bytes of the cassette file at `path`; digests are not compared here.
 
     Raises `CassetteFormatError` naming the file when the bytes are not UTF-8 JSON (with line
@@ -507,7 +579,7 @@ def parse_cassette(path: Path, raw: bytes) -> Cassette:
     none of them cyclic, and collecting during the build costs more than the parse.
     """
     with _collector_paused():
-        return _parse(path, raw)
+        return _parse(path, raw, index_requests=index_requests)
 
 
 @contextmanager
@@ -523,17 +595,136 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(path: Path, raw: bytes) -> Cassette:
+def _parse(path: Path, raw: bytes, *, index_requests: bool) -> Cassette:
+    kept = _kept_as_bytes(path, raw, index_requests=index_requests)
+    if kept is not None:
+        return kept
     try:
         fast: Cassette | None = _checked(path, orjson.loads(raw))
     except (orjson.JSONDecodeError, CassetteFormatError):
         fast = None
     if fast is not None and all(
-        _same(stored.digest, computed)
-        for stored, computed in zip(fast.interactions, fast.computed_digests, strict=True)
+        _same(entry.digest, computed)
+        for entry, computed in zip(fast.entries, fast.computed_digests, strict=True)
     ):
         return fast
     return _checked(path, _exact_loads(path, raw))
+
+
+_ARRAY_OPENS: Final = b'\n  "interactions": [\n'
+_ARRAY_CLOSES: Final = b"\n  ]"
+_ITEM_CLOSES: Final = re.compile(rb"\n    }")
+
+
+def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette | None:
+    """The cassette in `raw` kept as its bytes, when the file is laid out as `dumps` writes it
+    and every interaction reads with the fast parser, checks and verifies; else None, and the
+    whole file is read the general way (which reports what is wrong with it).
+
+    `dumps` writes JSON indented by two spaces, and JSON text holds no raw line break inside a
+    string, so a line that is exactly four spaces and `}` ends an interaction and nothing else,
+    and one of two spaces and `]` ends the list: each interaction's bytes are found without
+    parsing the file at once.
+    """
+    opens = raw.find(_ARRAY_OPENS)
+    # the only top-level list, so its close is the last line of two spaces and `]`
+    closes = raw.rfind(_ARRAY_CLOSES)
+    if opens < 0 or closes < opens + len(_ARRAY_OPENS) - 1:
+        return None
+    start = opens + len(_ARRAY_OPENS)
+    spans: list[tuple[int, int]] = []
+    for found in _ITEM_CLOSES.finditer(raw, start, closes):
+        end = found.end()
+        spans.append((start, end))
+        start = end + 2 if raw[end : end + 2] == b",\n" else end
+    if start != closes:
+        return None
+    try:
+        head = orjson.loads(raw[: opens + len(_ARRAY_OPENS)] + raw[closes:])
+        frame = _checked(path, head)
+    except (orjson.JSONDecodeError, CassetteFormatError):
+        return None
+    if frame.interactions:
+        return None
+    stored = _StoredInteractions(raw, spans)
+    entries: list[Entry] = []
+    digests: list[str] = []
+    exact: dict[ExactRequest, str] | None = {} if index_requests else None
+    view = memoryview(raw)
+    for start, end in spans:
+        try:
+            item = orjson.loads(view[start:end])
+            interaction = Interaction.model_validate(item, context=_FROM_FILE)
+            computed = raw_interaction_digest(item)
+        except (orjson.JSONDecodeError, ValidationError, CassetteFormatError):
+            return None
+        if not _same(interaction.digest, computed):
+            return None  # read again the exact way, which decides
+        request = interaction.request
+        # the digest verified: one string for the stored and the computed one
+        entries.append(
+            Entry(interaction.key, interaction.occurrence, computed, request.method, request.path)
+        )
+        digests.append(computed)
+        if exact is not None:
+            exact.setdefault(exact_request(request), interaction.key)
+    return Cassette(
+        path,
+        frame.metadata,
+        stored,
+        raw=_StoredRaw(stored),
+        signature=frame.signature,
+        digests=digests,
+        entries=entries,
+        exact=exact,
+    )
+
+
+class _StoredInteractions(Sequence[Interaction]):
+    """Interactions kept as their bytes in the cassette file, each read when it is looked at
+    (they were all read, checked and verified when the file was loaded)."""
+
+    def __init__(self, source: bytes, spans: list[tuple[int, int]]) -> None:
+        self._source = source
+        self._spans = spans
+
+    def raw_item(self, index: int) -> dict[str, Any]:
+        start, end = self._spans[index]
+        item: dict[str, Any] = orjson.loads(memoryview(self._source)[start:end])
+        return item
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    @overload
+    def __getitem__(self, index: int) -> Interaction: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Interaction]: ...
+    def __getitem__(self, index: int | slice) -> Interaction | list[Interaction]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        position = range(len(self))[index]  # IndexError as for a list
+        with _collector_paused():
+            return Interaction.model_validate(self.raw_item(position), context=_FROM_FILE)
+
+
+class _StoredRaw(Sequence[dict[str, Any]]):
+    """The stored form of each interaction of `_StoredInteractions`, read when looked at."""
+
+    def __init__(self, stored: _StoredInteractions) -> None:
+        self._stored = stored
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        return self._stored.raw_item(range(len(self))[index])
 
 
 def _exact_loads(path: Path, raw: bytes) -> Any:
@@ -650,19 +841,19 @@ def find_tampering(cassette: Cassette, signing_key: str | None) -> Iterator[str]
     swapping two answers to the same request, or duplicating one, is an edit too.
     """
     seen: dict[str, int] = defaultdict(int)
-    for index, (interaction, computed) in enumerate(
-        zip(cassette.interactions, cassette.computed_digests, strict=True)
+    for index, (entry, computed) in enumerate(
+        zip(cassette.entries, cassette.computed_digests, strict=True)
     ):
         where = (
-            f"interaction #{index} ({interaction.request.method} {interaction.request.path}, "
-            f"key {interaction.key}, occurrence {interaction.occurrence})"
+            f"interaction #{index} ({entry.method} {entry.path}, "
+            f"key {entry.key}, occurrence {entry.occurrence})"
         )
-        if not _same(interaction.digest, computed):
+        if not _same(entry.digest, computed):
             yield f"{where}: digest mismatch"
-        seen[interaction.key] += 1
-        if interaction.occurrence != seen[interaction.key]:
+        seen[entry.key] += 1
+        if entry.occurrence != seen[entry.key]:
             yield (
-                f"{where}: occurrence out of order, {seen[interaction.key]} expected "
+                f"{where}: occurrence out of order, {seen[entry.key]} expected "
                 "(interactions of one key replay in file order)"
             )
     if signing_key and cassette.signature is None:

@@ -123,6 +123,7 @@ def save_recording(
     with lock_for(path):
         marker = Path(str(_lock_base(path)) + ".run")
         same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
+        base: Sequence[Interaction]
         if replace and not same_run:
             existing, base, new = _replaced(path), [], recorded
         else:

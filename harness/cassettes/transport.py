@@ -27,7 +27,7 @@ from typing import Any, Self, overload
 import httpx
 import httpx2
 
-from harness.cassettes.cassette import Cassette, Interaction, cassette_exists
+from harness.cassettes.cassette import Cassette, ExactRequest, Interaction, cassette_exists
 from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import keyed_headers, split_pointer
 from harness.cassettes.record import Recorder
@@ -133,7 +133,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             )
         replaying = exists and self.mode is not RecordMode.ALL
         self.cassette = (
-            Cassette.load(self.path, allow_tampered=allow_tampered)
+            Cassette.load(self.path, allow_tampered=allow_tampered, index_requests=True)
             if replaying
             else Cassette.new(self.path, provider)
         )
@@ -143,7 +143,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._queues: dict[str, deque[int]] = {
             key: deque(indexes) for key, indexes in self.cassette.by_key.items()
         }
-        self._fast_keys = _fast_index(self.cassette)
+        self._fast_keys = self.cassette.exact_requests
         self._last_played: dict[str, int] = {}
         self._recorded: list[Interaction] = []
         self._recorded_counts: dict[str, int] = {}
@@ -383,11 +383,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             indexes = sorted(index for queue in self._queues.values() for index in queue)
         if not indexes:
             return
-        unplayed = [(index, self.cassette.interactions[index]) for index in indexes]
+        unplayed = [(index, self.cassette.entries[index]) for index in indexes]
         lines = [
-            f"  #{index} {item.request.method} {item.request.path} "
-            f"(key {item.key}, occurrence {item.occurrence})"
-            for index, item in unplayed
+            f"  #{index} {entry.method} {entry.path} "
+            f"(key {entry.key}, occurrence {entry.occurrence})"
+            for index, entry in unplayed
         ]
         message = (
             f"cassette {self.path}: {len(unplayed)} recorded interaction(s) were never "
@@ -501,10 +501,7 @@ class RecordingStream(DualByteStream):
             await self._stream.aclose()
 
 
-_FastSignature = tuple[str, str, str, tuple[tuple[str, str], ...], bytes]
-
-
-def _fast_signature(request: AnyRequest) -> _FastSignature:
+def _fast_signature(request: AnyRequest) -> ExactRequest:
     return (
         request.method,
         request.url.path,
@@ -512,27 +509,6 @@ def _fast_signature(request: AnyRequest) -> _FastSignature:
         tuple(sorted(keyed_headers(request.headers.multi_items()).items())),
         hashlib.sha256(request.content).digest(),
     )
-
-
-def _fast_index(cassette: Cassette) -> dict[_FastSignature, str]:
-    """Exact request bytes -> key, for every recorded request.
-
-    Bodies are rebuilt as compact JSON, the bytes httpx's `json=` and the harness gateway send.
-    A request that differs in any byte (another JSON spelling, a scrubbed secret) is simply not
-    found here and takes the full canonical key; identical bytes can only have the same key.
-    """
-    index: dict[_FastSignature, str] = {}
-    for interaction in cassette.interactions:
-        request = interaction.request
-        signature: _FastSignature = (
-            request.method,
-            request.path,
-            request.query,
-            tuple(sorted(keyed_headers(request.headers).items())),
-            hashlib.sha256(request.body_bytes()).digest(),
-        )
-        index.setdefault(signature, interaction.key)
-    return index
 
 
 class HttpxCassetteTransport(CassetteTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):

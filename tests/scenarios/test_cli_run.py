@@ -268,3 +268,41 @@ def test_passing_runs_leave_the_store_and_a_failing_run_stays_named(
     with sqlite3.connect(database) as connection:
         stored = [row[0] for row in connection.execute("SELECT run_id FROM harness_runs")]
     assert stored == [run_id]
+
+
+def test_a_large_run_lists_only_the_files_with_problems_and_every_failure_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    passing = "".join(
+        f"""\
+- name: capital-{index}
+  stores: [memory]
+  script:
+    - text: It is Paris.
+  agent: {{user_message: "Capital?"}}
+  expect: {{status: completed}}
+"""
+        for index in range(25)
+    )
+    (tmp_path / "first.yaml").write_text(passing, encoding="utf-8")
+    (tmp_path / "second.yaml").write_text(passing.replace("capital-", "city-"), encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text(PASSING, encoding="utf-8")
+
+    result = CliRunner().invoke(main, ["run", "first.yaml", "second.yaml", "broken.yaml"])
+
+    assert result.exit_code == 1, result.output
+    assert "harness run: 53 cells in 3 files" in result.output
+    rows = [
+        [cell.strip() for cell in line.strip("│").split("│")]
+        for line in result.output.splitlines()
+        if line.startswith("│")
+    ]
+    assert [row[:5] for row in rows] == [
+        ["broken.yaml", "3", "2", "1", "0"],
+        ["2 other files, all passed", "50", "50", "0", "0"],
+    ]
+    fails = [line for line in result.output.splitlines() if line.startswith("FAIL ")]
+    assert len(fails) == 1
+    assert "capital-fail[js-memory]: expect.outcome_record" in fails[0]
+    assert "52 passed, 1 failed" in result.output
