@@ -680,7 +680,24 @@ def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette 
     )
 
 
-class _StoredInteractions(Sequence[Interaction]):
+class _ReadWhenLookedAt(Sequence[Any]):
+    """A sequence whose items are read when looked at; it equals any sequence (a list, a tuple)
+    holding equal items, as a list would."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(
+            mine == theirs for mine, theirs in zip(self, other, strict=True)
+        )
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} stored interactions, read when looked at>"
+
+
+class _StoredInteractions(_ReadWhenLookedAt, Sequence[Interaction]):
     """Interactions kept as their bytes in the cassette file, each read when it is looked at
     (they were all read, checked and verified when the file was loaded)."""
 
@@ -708,7 +725,7 @@ class _StoredInteractions(Sequence[Interaction]):
             return Interaction.model_validate(self.raw_item(position), context=_FROM_FILE)
 
 
-class _StoredRaw(Sequence[dict[str, Any]]):
+class _StoredRaw(_ReadWhenLookedAt, Sequence[dict[str, Any]]):
     """The stored form of each interaction of `_StoredInteractions`, read when looked at."""
 
     def __init__(self, stored: _StoredInteractions) -> None:

@@ -1,11 +1,13 @@
 """`harness serve`: an OpenAI- and Anthropic-compatible HTTP server that replays (and records)
 cassettes and scripts, for clients in any language.
 
-The server is an ASGI app (Starlette). Each provider request is turned into an `httpx2` request
-and answered by the same `CassetteTransport` or `ScriptTransport` the Python API uses, so replay,
-recording, scrubbing, tamper evidence and merged saves are the ones tested everywhere else; the
-server only routes, relays the answer as it is produced (an SSE stream event by event), and turns
-harness errors into the provider's own error format, so each SDK raises its own typed error.
+The server is an ASGI app: a provider call goes straight to its handler (with Starlette's
+requests and responses), the control API through a Starlette router. Each provider request is
+turned into an `httpx2` request and answered by the same `CassetteTransport` or `ScriptTransport`
+the Python API uses, so replay, recording, scrubbing, tamper evidence and merged saves are the
+ones tested everywhere else; the server only routes, relays the answer as it is produced (an SSE
+stream event by event), and turns harness errors into the provider's own error format, so each
+SDK raises its own typed error.
 """
 
 from __future__ import annotations

@@ -75,7 +75,9 @@ def test_a_file_dumps_wrote_is_kept_as_bytes_and_holds_what_the_general_reader_h
     assert not isinstance(kept.interactions, list)  # read when looked at
     assert isinstance(general.interactions, list)
     assert list(kept.interactions) == general.interactions
-    assert list(kept.raw) == list(general.raw)
+    assert kept.interactions == general.interactions  # equal to a list, as a list is
+    assert general.raw == kept.raw
+    assert kept.interactions != general.interactions[:-1]
     assert kept.entries == general.entries
     assert kept.computed_digests == general.computed_digests
     assert kept.by_key == general.by_key
