@@ -469,7 +469,12 @@ class Cassette:
         Headers go out as UTF-8 bytes: httpx refuses non-ASCII text in a header, and a recorded
         value httpx decoded from the wire may hold some.
         """
-        response = self.interactions[index].response
+        interactions = self.interactions
+        response = (
+            interactions.response(index)
+            if isinstance(interactions, _StoredInteractions)
+            else interactions[index].response
+        )
         headers = [
             (name.encode("utf-8", "backslashreplace"), value.encode("utf-8", "backslashreplace"))
             for name, value in response.headers.items()
@@ -646,7 +651,7 @@ def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette 
         return None
     if frame.interactions:
         return None
-    stored = _StoredInteractions(raw, spans)
+    responses: list[tuple[int, int] | None] = []
     entries: list[Entry] = []
     digests: list[str] = []
     exact: dict[ExactRequest, str] | None = {} if index_requests else None
@@ -666,8 +671,10 @@ def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette 
             Entry(interaction.key, interaction.occurrence, computed, request.method, request.path)
         )
         digests.append(computed)
+        responses.append(_response_span(raw, start, end))
         if exact is not None:
             exact.setdefault(exact_request(request), interaction.key)
+    stored = _StoredInteractions(raw, spans, responses)
     return Cassette(
         path,
         frame.metadata,
@@ -678,6 +685,25 @@ def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette 
         entries=entries,
         exact=exact,
     )
+
+
+_RESPONSE_OPENS: Final = b'\n      "response": '
+_DIGEST_OPENS: Final = b',\n      "digest": '
+_MEMBER_OPENS: Final = b'\n      "'
+
+
+def _response_span(raw: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """Where the response of the interaction in `raw[start:end]` lies, when `dumps` wrote it
+    (`response` then `digest`, the interaction's members at six spaces): a replay then reads
+    the response alone. None for any other order, and the whole interaction is read instead."""
+    opens = raw.find(_RESPONSE_OPENS, start, end)
+    if opens < 0:
+        return None
+    opens += len(_RESPONSE_OPENS)
+    closes = raw.find(_DIGEST_OPENS, opens, end)
+    if closes < 0 or raw.find(_MEMBER_OPENS, opens, closes) >= 0:
+        return None
+    return opens, closes
 
 
 class _ReadWhenLookedAt(Sequence[Any]):
@@ -701,9 +727,29 @@ class _StoredInteractions(_ReadWhenLookedAt, Sequence[Interaction]):
     """Interactions kept as their bytes in the cassette file, each read when it is looked at
     (they were all read, checked and verified when the file was loaded)."""
 
-    def __init__(self, source: bytes, spans: list[tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        source: bytes,
+        spans: list[tuple[int, int]],
+        responses: list[tuple[int, int] | None],
+    ) -> None:
         self._source = source
         self._spans = spans
+        self._responses = responses
+
+    def response(self, index: int) -> RecordedResponse:
+        """The response of interaction `index` alone: what a replay sends (the request, often
+        the larger part, is not read again)."""
+        span = self._responses[index]
+        with _collector_paused():
+            if span is None:
+                return RecordedResponse.model_validate(
+                    self.raw_item(index)["response"], context=_FROM_FILE
+                )
+            start, end = span
+            return RecordedResponse.model_validate(
+                orjson.loads(memoryview(self._source)[start:end]), context=_FROM_FILE
+            )
 
     def raw_item(self, index: int) -> dict[str, Any]:
         start, end = self._spans[index]

@@ -86,6 +86,9 @@ def test_a_file_dumps_wrote_is_kept_as_bytes_and_holds_what_the_general_reader_h
     assert kept.interactions[-1] == general.interactions[-1]
     assert kept.interactions[2:4] == general.interactions[2:4]
     assert kept.raw[0]["response"]["body"]["tags"] == [TRICKY]
+    assert [kept.replay_parts(index) for index in range(len(kept))] == [
+        general.replay_parts(index) for index in range(len(general))
+    ]
     with pytest.raises(IndexError):
         kept.interactions[13]
 
@@ -153,3 +156,23 @@ def test_a_kept_cassette_holds_about_its_file_size_in_memory(tmp_path: Path) -> 
     assert kept_in_memory(path) < 1.4
     # the general reader keeps the parsed tree and the typed interactions
     assert kept_in_memory(compact) > 1.5
+
+
+def test_members_in_another_order_are_still_kept_and_replayed(tmp_path: Path) -> None:
+    """Laid out as `dumps` lays a file out, but each interaction's digest written before its
+    response: the response cannot be found alone, so each replay reads the whole interaction."""
+    path = written(tmp_path / "kept.json", 6)
+    document = json.loads(path.read_bytes())
+    document["interactions"] = [
+        {name: item[name] for name in ("digest", "key", "occurrence", "request", "response")}
+        for item in document["interactions"]
+    ]
+    reordered = tmp_path / "reordered.json"
+    reordered.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+    kept = Cassette.load(reordered)
+    assert not isinstance(kept.interactions, list)
+    assert kept.interactions == Cassette.load(path).interactions
+    for index in range(6):
+        status, _, chunks = kept.replay_parts(index)
+        assert (status, chunks) == Cassette.load(path).replay_parts(index)[::2]
