@@ -306,3 +306,28 @@ def test_a_large_run_lists_only_the_files_with_problems_and_every_failure_in_ful
     assert len(fails) == 1
     assert "capital-fail[js-memory]: expect.outcome_record" in fails[0]
     assert "52 passed, 1 failed" in result.output
+
+
+def test_a_run_freezes_what_it_loaded_only_while_its_cells_run(
+    scenarios: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cells run with the loaded library out of the collector's passes; a host process (this
+    test session) gets its collector back as it was, also when the run fails."""
+    import gc
+
+    import harness.scenarios.run as running
+
+    frozen_during: list[int] = []
+    run_cell = running.run_cell
+
+    def watched(*args: object, **kwargs: object) -> object:
+        frozen_during.append(gc.get_freeze_count())
+        return run_cell(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("harness.scenarios.run_cell", watched)
+    assert gc.get_freeze_count() == 0
+    result = CliRunner().invoke(main, ["run", str(scenarios)])
+    assert result.exit_code == 1, result.output
+    assert frozen_during
+    assert all(count > 0 for count in frozen_during)
+    assert gc.get_freeze_count() == 0
