@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from benchmarks._report import alternated, heading
 from benchmarks.scenario_library import PytestRunner, build_library, pytest_plugins
 
 SPEEDUP_TARGET: Final = 1.8
@@ -54,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
     parser.add_argument("--repeats", type=int, default=3)
     arguments = parser.parse_args(argv)
-    print(
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} cores; "
-        f"Python {platform.python_version()}; {arguments.size} scenarios x 5 runtime profiles"
-    )
+    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
     with tempfile.TemporaryDirectory(prefix="parallel-bench-") as temporary:
         folder = Path(temporary)
         library, _ = build_library(folder / "library", arguments.size, "realistic")
@@ -73,12 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         for measure in modes.values():  # warm the bytecode caches and the default stores
             measure()
-        times: dict[str, list[float]] = {mode: [] for mode in modes}
-        for _ in range(arguments.repeats):
-            for mode, measure in modes.items():
-                times[mode].append(measure())
+        medians = alternated(modes, arguments.repeats)
     cells = arguments.size * 5
-    medians = {mode: statistics.median(values) for mode, values in times.items()}
     base = medians["harness run (-n 0)"]
     print(f"\n| mode | {cells:,} cells | per cell | speed-up over -n 0 |")
     print("|---|---|---|---|")

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from benchmarks._report import heading
 from benchmarks.cassette_replay import (
     CASSETTER_FILE,
     HARNESS_FILE,
@@ -118,11 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=20, help="requests replayed")
     parser.add_argument("--repeats", type=int, default=5, help="timed loads (median)")
     arguments = parser.parse_args(argv)
-    print(
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}; "
-        f"Python {platform.python_version()}; {arguments.size:,} interactions, "
-        f"{arguments.sample} replayed"
-    )
+    print(heading(f"{arguments.size:,} interactions, {arguments.sample} replayed"))
     with tempfile.TemporaryDirectory(prefix="replay-memory-") as temporary:
         folder = Path(temporary)
         (folder / "small").mkdir()

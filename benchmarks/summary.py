@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import argparse
 import io
-import platform
-import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 from rich.console import Console
 
+from benchmarks._report import alternated, heading
 from benchmarks.scenario_library import build_library
 from harness.cli import print_summary
 from harness.scenarios import RunOptions, expand, load_scenarios
@@ -69,23 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
     parser.add_argument("--repeats", type=int, default=5)
     arguments = parser.parse_args(argv)
-    print(
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}; "
-        f"Python {platform.python_version()}; {arguments.size} scenarios x 5 runtime profiles"
-    )
+    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
     with tempfile.TemporaryDirectory(prefix="summary-bench-") as temporary:
         results = results_for(arguments.size, Path(temporary))
     ways = {"a row per cell (before)": True, "as harness run prints it (now)": None}
     printed(results, None)  # warm: rich's first table builds its caches
-    times: dict[str, list[float]] = {way: [] for way in ways}
-    for _ in range(arguments.repeats):
-        for way, per_cell in ways.items():
-            times[way].append(printed(results, per_cell))
+    medians = alternated(
+        {way: partial(printed, results, per_cell) for way, per_cell in ways.items()},
+        arguments.repeats,
+    )
     print(f"\n| summary of {len(results):,} cells | total | per cell |")
     print("|---|---|---|")
     per_cell_ms = {}
-    for way in ways:
-        seconds = statistics.median(times[way])
+    for way, seconds in medians.items():
         per_cell_ms[way] = seconds / len(results) * 1e3
         print(f"| {way} | {seconds * 1e3:.1f} ms | {per_cell_ms[way]:.3f} ms |")
     now = per_cell_ms["as harness run prints it (now)"]

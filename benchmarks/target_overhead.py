@@ -19,16 +19,14 @@ The target: at most 2x the in-process time per cell (`--target`, the same code u
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from benchmarks._report import alternated, heading
 from benchmarks.scenario_library import build_library
 from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.run import Cell, CellResult, keep_loaded
@@ -67,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
     parser.add_argument("--repeats", type=int, default=3)
     arguments = parser.parse_args(argv)
-    print(
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}; "
-        f"Python {platform.python_version()}; {arguments.size} scenarios x 5 runtime profiles"
-    )
+    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
     with tempfile.TemporaryDirectory(prefix="target-bench-") as temporary:
         folder = Path(temporary)
         scripted, _ = build_library(folder / "library", arguments.size, "realistic")
@@ -85,12 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                 TargetSpec(command=COMMAND.format(python=sys.executable)), cells, options
             ),
         }
-        times: dict[str, list[float]] = {mode: [] for mode in modes}
         with keep_loaded():  # as `harness run` does once its cells are loaded
-            for _ in range(arguments.repeats):
-                for mode, measure in modes.items():
-                    times[mode].append(measure())
-    medians = {mode: statistics.median(values) for mode, values in times.items()}
+            medians = alternated(modes, arguments.repeats)
     base = medians["in process"]
     print(f"\n| mode | {len(cells):,} cells | per cell | / in process |")
     print("|---|---|---|---|")
