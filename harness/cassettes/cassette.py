@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, NamedTuple, overload
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 import orjson
 from pydantic import (
@@ -68,6 +68,7 @@ from harness.files import (
     regular_file_exists,
 )
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
+from harness.lazy import ReadOnDemand
 from harness.protocol.canonical import canonical_json
 from harness.scrub import SIGNING_KEY_VARIABLE
 from harness.sse import SseEvent, render_sse
@@ -679,7 +680,7 @@ def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette 
         path,
         frame.metadata,
         stored,
-        raw=_StoredRaw(stored),
+        raw=ReadOnDemand(len(stored), stored.raw_item),
         signature=frame.signature,
         digests=digests,
         entries=entries,
@@ -706,24 +707,7 @@ def _response_span(raw: bytes, start: int, end: int) -> tuple[int, int] | None:
     return opens, closes
 
 
-class _ReadWhenLookedAt(Sequence[Any]):
-    """A sequence whose items are read when looked at; it equals any sequence (a list, a tuple)
-    holding equal items, as a list would."""
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and all(
-            mine == theirs for mine, theirs in zip(self, other, strict=True)
-        )
-
-    def __repr__(self) -> str:
-        return f"<{len(self)} stored interactions, read when looked at>"
-
-
-class _StoredInteractions(_ReadWhenLookedAt, Sequence[Interaction]):
+class _StoredInteractions(ReadOnDemand[Interaction]):
     """Interactions kept as their bytes in the cassette file, each read when it is looked at
     (they were all read, checked and verified when the file was loaded)."""
 
@@ -733,9 +717,14 @@ class _StoredInteractions(_ReadWhenLookedAt, Sequence[Interaction]):
         spans: list[tuple[int, int]],
         responses: list[tuple[int, int] | None],
     ) -> None:
+        super().__init__(len(spans), self._interaction)
         self._source = source
         self._spans = spans
         self._responses = responses
+
+    def _interaction(self, index: int) -> Interaction:
+        with _collector_paused():
+            return Interaction.model_validate(self.raw_item(index), context=_FROM_FILE)
 
     def response(self, index: int) -> RecordedResponse:
         """The response of interaction `index` alone: what a replay sends (the request, often
@@ -752,42 +741,10 @@ class _StoredInteractions(_ReadWhenLookedAt, Sequence[Interaction]):
             )
 
     def raw_item(self, index: int) -> dict[str, Any]:
+        """Interaction `index` as stored."""
         start, end = self._spans[index]
         item: dict[str, Any] = orjson.loads(memoryview(self._source)[start:end])
         return item
-
-    def __len__(self) -> int:
-        return len(self._spans)
-
-    @overload
-    def __getitem__(self, index: int) -> Interaction: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Interaction]: ...
-    def __getitem__(self, index: int | slice) -> Interaction | list[Interaction]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        position = range(len(self))[index]  # IndexError as for a list
-        with _collector_paused():
-            return Interaction.model_validate(self.raw_item(position), context=_FROM_FILE)
-
-
-class _StoredRaw(_ReadWhenLookedAt, Sequence[dict[str, Any]]):
-    """The stored form of each interaction of `_StoredInteractions`, read when looked at."""
-
-    def __init__(self, stored: _StoredInteractions) -> None:
-        self._stored = stored
-
-    def __len__(self) -> int:
-        return len(self._stored)
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        return self._stored.raw_item(range(len(self))[index])
 
 
 def _exact_loads(path: Path, raw: bytes) -> Any:

@@ -14,11 +14,11 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from pydantic import ValidationError
@@ -33,6 +33,7 @@ from harness.agent.prompt import (
 from harness.cassettes import CassetteTransport
 from harness.cassettes.diff import structural_diff
 from harness.errors import HarnessError
+from harness.lazy import ReadOnDemand
 from harness.llm.adapters import adapter_for
 from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import ScriptTransport
@@ -442,29 +443,12 @@ def _received(session: Session) -> list[_Call]:
     return calls
 
 
-class _OnTheWire(Sequence[ObservedRequest]):
-    """The requests of one kind as the expectations read them, each read from the wire the
-    first time it is looked at."""
-
-    def __init__(self, calls: list[_Call], read: Callable[[LlmRequest], ObservedRequest]) -> None:
-        self._calls = calls
-        self._read = read
-        self._observed: dict[int, ObservedRequest] = {}
-
-    def __len__(self) -> int:
-        return len(self._calls)
-
-    @overload
-    def __getitem__(self, index: int) -> ObservedRequest: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[ObservedRequest]: ...
-    def __getitem__(self, index: int | slice) -> ObservedRequest | list[ObservedRequest]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        position = range(len(self))[index]  # IndexError as for a list
-        if position not in self._observed:
-            self._observed[position] = self._read(self._calls[position].request)
-        return self._observed[position]
+def _read_on_demand(
+    calls: list[_Call], read: Callable[[LlmRequest], ObservedRequest]
+) -> ReadOnDemand[ObservedRequest]:
+    """`calls` as the expectations read them, each read from the wire the first time it is
+    looked at."""
+    return ReadOnDemand(len(calls), lambda index: read(calls[index].request), keep=True)
 
 
 def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObservation:
@@ -485,7 +469,7 @@ def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObs
         outcome_record=reply.outcome_record.model_dump(),
         envelope=reply.envelope.model_dump(mode="json", by_alias=True),
         requests={
-            kind: _OnTheWire(
+            kind: _read_on_demand(
                 [call for call in calls if call.kind == kind],
                 lambda request: _on_the_wire(request, fragments, memory_opening, trigger),
             )
