@@ -71,7 +71,7 @@ def _stores() -> tuple[str, ...]:
 
 
 def _record_modes() -> tuple[str, ...]:
-    from harness.cassettes import RecordMode
+    from harness.cassettes.modes import RecordMode
 
     return tuple(mode.value for mode in RecordMode)
 
@@ -197,7 +197,7 @@ def run(
     sent."""
     from rich.progress import Progress
 
-    from harness.cassettes import RecordMode
+    from harness.cassettes.modes import RecordMode
     from harness.scenarios import RunOptions, load_scenarios, run_cell
     from harness.scenarios.library import select_cells
     from harness.scenarios.parallel import LAST_RUN, Shard, worker_count
@@ -395,7 +395,7 @@ def serve(
     """
     import os
 
-    from harness.cassettes import RecordMode
+    from harness.cassettes.modes import RecordMode
     from harness.serve import ServeConfig, serve_forever
 
     config = ServeConfig(

@@ -8,37 +8,36 @@ glue the harness's transports and gateway use to serve either: the replay and re
 names a library.
 
 - `library_of(request)` says which library a request came from; `HttpLibrary.response(...)`
-  builds a response of that library.
-- `ChunkStream` is one byte stream both libraries accept, sync and async.
-- `TIMEOUT_ERRORS` and `HTTP_ERRORS` catch either library's failures.
+  builds a response of that library, and `HttpLibrary.stream_class(ChunkStream)` the byte
+  stream its clients accept.
+- `timeout_errors()` and `http_errors()` catch either library's failures.
+
+`httpx` 0.28 is imported only by code that uses it: until then every request, response and
+transport is httpx2's, so a scripted run does not load a second HTTP library.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar, cast
 
-import httpx
 import httpx2
+from typing_extensions import TypeIs
 
-AnyRequest: TypeAlias = httpx2.Request | httpx.Request
-AnyResponse: TypeAlias = httpx2.Response | httpx.Response
-AnySyncTransport: TypeAlias = httpx2.BaseTransport | httpx.BaseTransport
-AnyAsyncTransport: TypeAlias = httpx2.AsyncBaseTransport | httpx.AsyncBaseTransport
-AnyTransport: TypeAlias = AnySyncTransport | AnyAsyncTransport
+if TYPE_CHECKING:
+    import httpx
 
-_SEPARATE: Final = httpx is not httpx2  # `httpx2.alias_httpx()` makes them one module
+AnyRequest: TypeAlias = "httpx2.Request | httpx.Request"
+AnyResponse: TypeAlias = "httpx2.Response | httpx.Response"
+AnySyncTransport: TypeAlias = "httpx2.BaseTransport | httpx.BaseTransport"
+AnyAsyncTransport: TypeAlias = "httpx2.AsyncBaseTransport | httpx.AsyncBaseTransport"
+AnyTransport: TypeAlias = "AnySyncTransport | AnyAsyncTransport"
 
-TIMEOUT_ERRORS: Final[tuple[type[Exception], ...]] = (
-    (httpx2.TimeoutException, httpx.TimeoutException) if _SEPARATE else (httpx2.TimeoutException,)
-)
-HTTP_ERRORS: Final[tuple[type[Exception], ...]] = (
-    (httpx2.HTTPError, httpx.HTTPError) if _SEPARATE else (httpx2.HTTPError,)
-)
-"""Either library's transport failures, and `httpx_sse.SSEError`, an `httpx` error whatever the
-response it parsed."""
+_Stream = TypeVar("_Stream", bound="ByteStream")
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class HttpLibrary:
         status: int,
         *,
         headers: Sequence[tuple[bytes, bytes]] | Sequence[tuple[str, str]],
-        stream: DualByteStream | None = None,
+        stream: ByteStream | None = None,
         content: bytes | None = None,
         extensions: dict[str, object] | None = None,
     ) -> AnyResponse:
@@ -62,6 +61,19 @@ class HttpLibrary:
             status, headers=headers, stream=stream, content=content, extensions=extensions
         )
         return response
+
+    def stream_class(self, stream: type[_Stream]) -> type[_Stream]:
+        """`stream` as this library's clients accept it: for `httpx` 0.28, a subclass that adds
+        its byte-stream bases (made once)."""
+        if self.module is httpx2:
+            return stream
+        key = (stream, self.module)
+        made = _STREAM_CLASSES.get(key)
+        if made is None:
+            bases = (stream, self.module.SyncByteStream, self.module.AsyncByteStream)
+            namespace = {"__module__": stream.__module__, "__qualname__": stream.__qualname__}
+            made = _STREAM_CLASSES.setdefault(key, type(stream.__name__, bases, namespace))
+        return cast("type[_Stream]", made)
 
     def network_transport(self, *, asynchronous: bool) -> AnyTransport:
         """This library's own transport to the network (`HTTPTransport` or the async one)."""
@@ -77,13 +89,71 @@ class HttpLibrary:
 
 
 HTTPX2: Final = HttpLibrary("httpx2", httpx2)
-HTTPX: Final = HttpLibrary("httpx", httpx) if _SEPARATE else HTTPX2
-LIBRARIES: Final = (HTTPX2, HTTPX) if _SEPARATE else (HTTPX2,)
+
+
+@functools.cache
+def _httpx_library(module: ModuleType) -> HttpLibrary:
+    return HttpLibrary("httpx", module)
+
+
+def libraries() -> tuple[HttpLibrary, ...]:
+    """httpx2, then `httpx` 0.28 once this process has imported it.
+
+    No `httpx` request, response or transport can exist before `httpx` is imported, so a run that
+    never touches it does not pay for loading it. Under `httpx2.alias_httpx()` the two are one
+    module, so one library.
+    """
+    module = sys.modules.get("httpx")
+    if module is None or module is httpx2:
+        return (HTTPX2,)
+    return (HTTPX2, _httpx_library(module))
+
+
+def httpx_library() -> HttpLibrary:
+    """`httpx` 0.28 (imported now if it was not), or httpx2 under `httpx2.alias_httpx()`."""
+    import httpx
+
+    return HTTPX2 if httpx is httpx2 else _httpx_library(httpx)
+
+
+_Transport = TypeVar("_Transport", bound=type)
+
+
+@functools.cache
+def httpx_transport_class(transport: _Transport, doc: str) -> _Transport:
+    """`Httpx<transport>`: `transport` typed as an `httpx` 0.28 transport too (sync and async),
+    for code that type-checks `httpx.Client(transport=...)`; made once, on first use."""
+    import httpx
+
+    bases = (transport, httpx.BaseTransport, httpx.AsyncBaseTransport)
+    namespace = {"__module__": transport.__module__, "__doc__": doc}
+    return cast("_Transport", type(f"Httpx{transport.__name__}", bases, namespace))
+
+
+def timeout_errors() -> tuple[type[Exception], ...]:
+    """Either library's timeouts."""
+    return tuple(library.module.TimeoutException for library in libraries())
+
+
+def http_errors() -> tuple[type[Exception], ...]:
+    """Either library's transport failures, and `httpx_sse.SSEError`, an `httpx` error whatever
+    the response it parsed."""
+    return tuple(library.module.HTTPError for library in libraries())
+
+
+def is_sync_stream(stream: object) -> TypeIs[httpx2.SyncByteStream | httpx.SyncByteStream]:
+    """Whether `stream` is either library's sync byte stream."""
+    return isinstance(stream, tuple(library.module.SyncByteStream for library in libraries()))
+
+
+def is_async_stream(stream: object) -> TypeIs[httpx2.AsyncByteStream | httpx.AsyncByteStream]:
+    """Whether `stream` is either library's async byte stream."""
+    return isinstance(stream, tuple(library.module.AsyncByteStream for library in libraries()))
 
 
 def library_of(request: object) -> HttpLibrary:
     """The library `request` belongs to (httpx2 first: the SDKs' stack)."""
-    for library in LIBRARIES:
+    for library in libraries():
         if isinstance(request, library.module.Request):
             return library
     raise TypeError(
@@ -94,7 +164,7 @@ def library_of(request: object) -> HttpLibrary:
 
 def describe_transport(transport: object) -> str:
     """`an httpx2 async transport (MyTransport)`, for messages that say what was passed."""
-    for library in LIBRARIES:
+    for library in libraries():
         for asynchronous in (False, True):
             if library.owns_transport(transport, asynchronous=asynchronous):
                 kind = "async" if asynchronous else "sync"
@@ -102,24 +172,16 @@ def describe_transport(transport: object) -> str:
     return f"{type(transport).__name__}, which is no httpx2 or httpx transport"
 
 
-if TYPE_CHECKING or _SEPARATE:
-
-    class DualByteStream(
-        httpx2.SyncByteStream, httpx2.AsyncByteStream, httpx.SyncByteStream, httpx.AsyncByteStream
-    ):
-        """A byte stream both libraries' clients accept, sync and async."""
-
-else:  # `httpx2.alias_httpx()` is active: `httpx` is `httpx2`, one set of bases
-
-    class DualByteStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
-        """A byte stream httpx2's clients accept, sync and async."""
+class ByteStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A byte stream httpx2's clients accept, sync and async; `HttpLibrary.stream_class` makes
+    the `httpx` 0.28 version of a subclass."""
 
 
-SYNC_STREAMS: Final = tuple(library.module.SyncByteStream for library in LIBRARIES)
-ASYNC_STREAMS: Final = tuple(library.module.AsyncByteStream for library in LIBRARIES)
+_STREAM_CLASSES: dict[tuple[type, ModuleType], type] = {}
+"""`HttpLibrary.stream_class`'s subclasses, one per stream class and library."""
 
 
-class ChunkStream(DualByteStream):
+class ChunkStream(ByteStream):
     """A body delivered chunk by chunk (one per SSE event for a stream), sync or async."""
 
     def __init__(self, chunks: Sequence[bytes]) -> None:

@@ -26,7 +26,7 @@ Classification = Literal["confidential"]
 class MetadataModel(BaseModel):
     """Frozen and closed, like every wire record."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class InputField(MetadataModel):

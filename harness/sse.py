@@ -23,7 +23,7 @@ class SseEvent(BaseModel):
 
     # Only what `parse_sse` can produce validates (`SseLine`, `SseData`, text without lone
     # surrogates), so a replay delivers exactly the recorded events.
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     event: SseLine | None = None
     data: SseData | None = None

@@ -7,6 +7,7 @@ import inspect
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,9 @@ def test_all_is_exactly_the_public_names() -> None:
     assert public - plumbing - {"annotations"} == exported - {"__version__"}
     assert set(harness.protocol.__all__) == public_names(harness.protocol)
     assert set(harness.llm.__all__) == public_names(harness.llm)
-    assert set(harness.cassettes.__all__) == public_names(harness.cassettes)
+    assert set(harness.cassettes.__all__) == set(harness.cassettes._EXPORTS)
+    for name in harness.cassettes.__all__:
+        assert getattr(harness.cassettes, name) is not None
 
 
 def test_unknown_names_are_attribute_errors() -> None:
@@ -68,9 +71,33 @@ def test_importing_harness_loads_nothing_else() -> None:
     assert output.stdout.strip() == "['harness']"
 
 
-def test_the_lazy_table_all_and_the_type_checking_imports_agree() -> None:
+def test_a_scripted_run_loads_neither_the_cassette_stack_nor_httpx() -> None:
+    """A run that opens no cassette pays for none: the transport, the file lock and `httpx`
+    0.28 load only when used, and `httpx` clients still work when the user's code brings it."""
+    code = """
+import sys
+from harness import AgentDefinition, LlmGateway, ScriptTransport, run_agent
+from harness.llm.script import ScriptedReply
+gateway = LlmGateway.scripted("openai", [{"text": "It is Paris."}])
+result = run_agent(AgentDefinition(name="a", system_prompt="s"), gateway, user_message="Where?")
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"httpx", "filelock"}
+                or m.startswith("harness.cassettes."))
+print(result.status, loaded)
+import httpx
+with httpx.Client(transport=ScriptTransport("openai", [ScriptedReply(text="Hi")])) as client:
+    reply = client.post("https://api.openai.com/v1/chat/completions", json={"model": "m"})
+print(type(reply).__module__.split(".")[0], reply.json()["choices"][0]["message"]["content"])
+"""
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert output.stdout.splitlines() == ["completed []", "httpx Hi"]
+
+
+@pytest.mark.parametrize("package", [harness, harness.cassettes], ids=lambda p: p.__name__)
+def test_the_lazy_table_all_and_the_type_checking_imports_agree(package: Any) -> None:
     """`_EXPORTS` is the one list; `__all__` and the imports type checkers read must match it."""
-    tree = ast.parse(Path(harness.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(package.__file__).read_text(encoding="utf-8"))
     (block,) = [
         node
         for node in tree.body
@@ -81,10 +108,10 @@ def test_the_lazy_table_all_and_the_type_checking_imports_agree() -> None:
         for node in block.body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
-        if alias.asname == alias.name
+        if alias.asname in (None, alias.name)
     }
-    assert for_type_checkers == harness._EXPORTS
-    assert set(harness.__all__) == {*harness._EXPORTS, "__version__"}
+    assert for_type_checkers == package._EXPORTS
+    assert set(package.__all__) - {"__version__"} == set(package._EXPORTS)
 
 
 def test_the_user_path_imports_from_the_top_level() -> None:

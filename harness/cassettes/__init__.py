@@ -1,27 +1,81 @@
 """Request-hashed cassettes: canonical keys, O(1) replay, record modes, miss diagnosis,
-scrubbing and tamper evidence, through an injected `httpx2` (or `httpx`) transport."""
+scrubbing and tamper evidence, through an injected `httpx2` (or `httpx`) transport.
 
-from harness.cassettes.cassette import (
-    FORMAT,
-    Cassette,
-    CassetteDocument,
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-)
-from harness.cassettes.key import DEFAULT_VOLATILE_FIELDS, KEYED_HEADERS, canonical_request_key
-from harness.cassettes.transport import CassetteTransport, HttpxCassetteTransport, RecordMode
-from harness.errors import (
-    CassetteError,
-    CassetteFormatError,
-    CassetteMissError,
-    CassetteTamperedError,
-    CassetteUnplayedError,
-    CassetteWriteError,
-    RecordModeError,
-)
-from harness.scrub import PLACEHOLDER, SIGNING_KEY_VARIABLE, Scrubber
-from harness.sse import SseEvent
+Names are imported on first use: a run that opens no cassette loads none of the cassette stack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "FORMAT": "harness.cassettes.cassette",
+    "Cassette": "harness.cassettes.cassette",
+    "CassetteDocument": "harness.cassettes.cassette",
+    "Interaction": "harness.cassettes.cassette",
+    "RecordedRequest": "harness.cassettes.cassette",
+    "RecordedResponse": "harness.cassettes.cassette",
+    "DEFAULT_VOLATILE_FIELDS": "harness.cassettes.key",
+    "KEYED_HEADERS": "harness.cassettes.key",
+    "canonical_request_key": "harness.cassettes.key",
+    "RecordMode": "harness.cassettes.modes",
+    "CassetteTransport": "harness.cassettes.transport",
+    "HttpxCassetteTransport": "harness.cassettes.transport",
+    "CassetteError": "harness.errors",
+    "CassetteFormatError": "harness.errors",
+    "CassetteMissError": "harness.errors",
+    "CassetteTamperedError": "harness.errors",
+    "CassetteUnplayedError": "harness.errors",
+    "CassetteWriteError": "harness.errors",
+    "RecordModeError": "harness.errors",
+    "PLACEHOLDER": "harness.scrub",
+    "SIGNING_KEY_VARIABLE": "harness.scrub",
+    "Scrubber": "harness.scrub",
+    "SseEvent": "harness.sse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.cassettes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:
+    from harness.cassettes.cassette import (
+        FORMAT,
+        Cassette,
+        CassetteDocument,
+        Interaction,
+        RecordedRequest,
+        RecordedResponse,
+    )
+    from harness.cassettes.key import (
+        DEFAULT_VOLATILE_FIELDS,
+        KEYED_HEADERS,
+        canonical_request_key,
+    )
+    from harness.cassettes.modes import RecordMode
+    from harness.cassettes.transport import CassetteTransport, HttpxCassetteTransport
+    from harness.errors import (
+        CassetteError,
+        CassetteFormatError,
+        CassetteMissError,
+        CassetteTamperedError,
+        CassetteUnplayedError,
+        CassetteWriteError,
+        RecordModeError,
+    )
+    from harness.scrub import PLACEHOLDER, SIGNING_KEY_VARIABLE, Scrubber
+    from harness.sse import SseEvent
 
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",

@@ -19,58 +19,40 @@ import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, overload
+from typing import TYPE_CHECKING, Any, Self, overload
 
-import httpx
 import httpx2
 
 from harness.cassettes.cassette import Cassette, ExactRequest, Interaction, cassette_exists
 from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import keyed_headers, split_pointer
+from harness.cassettes.modes import RecordMode
 from harness.cassettes.record import Recorder
 from harness.cassettes.store import current_run_id, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
-    ASYNC_STREAMS,
-    LIBRARIES,
-    SYNC_STREAMS,
     AnyRequest,
     AnyResponse,
     AnyTransport,
+    ByteStream,
     ChunkStream,
-    DualByteStream,
     HttpLibrary,
     describe_transport,
+    httpx_transport_class,
+    is_async_stream,
+    is_sync_stream,
+    libraries,
     library_of,
 )
 from harness.providers import detect_provider
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
+if TYPE_CHECKING:
+    import httpx
+
 _log = logging.getLogger(__name__)
-
-
-class RecordMode(StrEnum):
-    """When a `CassetteTransport` may reach the network."""
-
-    NONE = "none"
-    ONCE = "once"
-    NEW_EPISODES = "new_episodes"
-    ALL = "all"
-
-    @classmethod
-    def parse(cls, value: str | RecordMode) -> RecordMode:
-        """The mode named `value`; a misspelt one fails loudly, listing the allowed modes."""
-        try:
-            return cls(value)
-        except ValueError:
-            allowed = ", ".join(mode.value for mode in cls)
-            raise RecordModeError(
-                f"expected one of {allowed} but got record_mode={value!r} "
-                f"(type={type(value).__name__})"
-            ) from None
 
 
 class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
@@ -111,7 +93,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.mode = RecordMode.parse(mode)
         if inner is not None and not any(
             library.owns_transport(inner, asynchronous=kind)
-            for library in LIBRARIES
+            for library in libraries()
             for kind in (False, True)
         ):
             raise RecordModeError(
@@ -184,7 +166,9 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             parts = self.cassette.replay_parts(index)
             self._parts[index] = parts
         status, headers, chunks = parts
-        return library.response(status, headers=headers, stream=ChunkStream(chunks))
+        return library.response(
+            status, headers=headers, stream=library.stream_class(ChunkStream)(chunks)
+        )
 
     def _miss(self, request: AnyRequest, key: str) -> Exception:
         return explain_miss(
@@ -262,7 +246,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         def commit(raw: bytes) -> None:
             self._record(request, key, response, raw, library)
 
-        stream = RecordingStream(response, commit)
+        stream = library.stream_class(RecordingStream)(response, commit)
         with self._lock:
             self._streaming = [*(s for s in self._streaming if not s.committed), stream]
         return library.response(
@@ -355,7 +339,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self.recording:
             self.save()
         for network in self._inner_transports():
-            if any(library.owns_transport(network, asynchronous=False) for library in LIBRARIES):
+            if any(library.owns_transport(network, asynchronous=False) for library in libraries()):
                 network.close()  # type: ignore[union-attr]  # a sync transport, checked above
         self._check_unplayed()
 
@@ -371,7 +355,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self.recording:
             self.save()
         for network in self._inner_transports():
-            if any(library.owns_transport(network, asynchronous=True) for library in LIBRARIES):
+            if any(library.owns_transport(network, asynchronous=True) for library in libraries()):
                 await network.aclose()  # type: ignore[union-attr]  # an async one, checked above
         self._check_unplayed()
 
@@ -414,7 +398,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 self.save()
 
 
-class RecordingStream(DualByteStream):
+class RecordingStream(ByteStream):
     """Pass the live body through to the client, chunk by chunk, and record it once complete.
 
     If the client stops reading early, closing the stream reads the rest, so what is recorded is
@@ -439,7 +423,7 @@ class RecordingStream(DualByteStream):
         return self._committed
 
     def __iter__(self) -> Iterator[bytes]:
-        if not isinstance(self._stream, SYNC_STREAMS):
+        if not is_sync_stream(self._stream):
             raise RecordModeError("a sync client needs a sync inner transport to record")
         self._sync = iter(self._stream)
         try:
@@ -452,7 +436,7 @@ class RecordingStream(DualByteStream):
         self._finish()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if not isinstance(self._stream, ASYNC_STREAMS):
+        if not is_async_stream(self._stream):
             raise RecordModeError("an async client needs an async inner transport to record")
         self._async = aiter(self._stream)
         try:
@@ -474,7 +458,7 @@ class RecordingStream(DualByteStream):
         if self._closed:
             return
         self._closed = True
-        if not self._committed and not self._broken and isinstance(self._stream, SYNC_STREAMS):
+        if not self._committed and not self._broken and is_sync_stream(self._stream):
             # The client stopped early: read the rest from where it stopped.
             try:
                 self._buffer.extend(self._sync if self._sync is not None else self._stream)
@@ -482,14 +466,14 @@ class RecordingStream(DualByteStream):
                 self._broken = True
                 raise
             self._finish()
-        if isinstance(self._stream, SYNC_STREAMS):
+        if is_sync_stream(self._stream):
             self._stream.close()
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if not self._committed and not self._broken and isinstance(self._stream, ASYNC_STREAMS):
+        if not self._committed and not self._broken and is_async_stream(self._stream):
             remaining = self._async if self._async is not None else aiter(self._stream)
             try:
                 self._buffer.extend([chunk async for chunk in remaining])
@@ -497,7 +481,7 @@ class RecordingStream(DualByteStream):
                 self._broken = True
                 raise
             self._finish()
-        if isinstance(self._stream, ASYNC_STREAMS):
+        if is_async_stream(self._stream):
             await self._stream.aclose()
 
 
@@ -511,8 +495,21 @@ def _fast_signature(request: AnyRequest) -> ExactRequest:
     )
 
 
-class HttpxCassetteTransport(CassetteTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """`CassetteTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
-    `httpx.Client(transport=...)`. It behaves exactly the same (either library's clients work);
-    use `CassetteTransport` with the official SDKs: `anthropic.DefaultHttpxClient` refuses any
-    transport that is an `httpx` class."""
+if TYPE_CHECKING:
+
+    class HttpxCassetteTransport(CassetteTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
+        pass
+
+else:
+
+    def __getattr__(name: str) -> Any:
+        """`HttpxCassetteTransport` is made on first use, as it imports `httpx` 0.28."""
+        if name != "HttpxCassetteTransport":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return httpx_transport_class(
+            CassetteTransport,
+            """`CassetteTransport`, typed as an `httpx` 0.28 transport too, for code that
+            type-checks `httpx.Client(transport=...)`. It behaves exactly the same (either
+            library's clients work); use `CassetteTransport` with the official SDKs:
+            `anthropic.DefaultHttpxClient` refuses any transport that is an `httpx` class.""",
+        )

@@ -195,7 +195,7 @@ def _body_bytes(body: object) -> bytes:
 
 
 class _VcrModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 HeaderValues = list[str] | str

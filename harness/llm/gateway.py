@@ -15,20 +15,18 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
-import httpx
 import httpx2
-from httpx_sse import EventSource
 
 from harness.errors import AgentDecisionCallException, HarnessError
 from harness.http_clients import (
-    HTTP_ERRORS,
-    HTTPX,
     HTTPX2,
-    TIMEOUT_ERRORS,
     AnyResponse,
     AnySyncTransport,
     HttpLibrary,
     describe_transport,
+    http_errors,
+    libraries,
+    timeout_errors,
 )
 from harness.llm.adapters import adapter_for
 from harness.llm.capabilities import PROVIDERS, Provider, check_request
@@ -36,6 +34,8 @@ from harness.llm.models import LlmRequest, LlmResponse
 from harness.scrub import redact
 
 if TYPE_CHECKING:
+    import httpx
+
     from harness.llm.script import ScriptedReply
 
 DEFAULT_BASE_URLS: Final[Mapping[Provider, str]] = {
@@ -115,10 +115,11 @@ def parse_provider(value: str) -> Provider:
 
 
 def _library_for(transport: object) -> HttpLibrary:
-    if transport is None or HTTPX2.owns_transport(transport, asynchronous=False):
+    if transport is None:
         return HTTPX2
-    if HTTPX.owns_transport(transport, asynchronous=False):
-        return HTTPX
+    for library in libraries():
+        if library.owns_transport(transport, asynchronous=False):
+            return library
     raise GatewayConfigError(
         f"expected an httpx2 or httpx sync transport but got {describe_transport(transport)}; the "
         "gateway makes blocking calls"
@@ -220,18 +221,21 @@ class LlmGateway:
                     if not response.is_success:
                         response.read()
                         raise self._error(response)
-                    # httpx-sse reads either library's response (the same API)
-                    events = EventSource(cast(httpx.Response, response)).iter_sse()
+                    # httpx-sse reads either library's response (the same API); it brings
+                    # `httpx` 0.28, so it is loaded only for a streamed call
+                    from httpx_sse import EventSource
+
+                    events = EventSource(cast("httpx.Response", response)).iter_sse()
                     return self.adapter.parse_stream(events)
             response = self._client.post(path, content=body)
-        except TIMEOUT_ERRORS:
+        except timeout_errors():
             raise AgentDecisionCallException(
                 f"{self.config.provider} call timed out after {self.config.timeout_seconds:g}s",
                 status=None,
                 error_type="timeout",
                 provider=self.config.provider,
             ) from None
-        except HTTP_ERRORS as error:
+        except http_errors() as error:
             # transport failures, and bodies httpx cannot decode (a corrupt gzip, too many
             # redirects): the gateway failed either way
             raise AgentDecisionCallException(

@@ -12,19 +12,27 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
-import httpx
 import httpx2
 from pydantic import Field, JsonValue, NonNegativeInt, model_validator
 
 from harness.errors import HarnessError
-from harness.http_clients import AnyRequest, AnyResponse, ChunkStream, library_of
+from harness.http_clients import (
+    AnyRequest,
+    AnyResponse,
+    ChunkStream,
+    httpx_transport_class,
+    library_of,
+)
 from harness.llm.adapters import RequestFormatError, adapter_for
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
 from harness.providers import Provider, detect_provider
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_USAGE: Final = Usage(input_tokens=100, output_tokens=20, total_tokens=120)
 
@@ -188,7 +196,9 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             return library.response(
                 200,
                 headers=[("content-type", "text/event-stream")],
-                stream=ChunkStream([event.encode("utf-8") for event in events]),
+                stream=library.stream_class(ChunkStream)(
+                    [event.encode("utf-8") for event in events]
+                ),
             )
         rendered = self.adapter.render_response(response, model=model, response_id=response_id)
         return library.response(
@@ -198,9 +208,22 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         )
 
 
-class HttpxScriptTransport(ScriptTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """`ScriptTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
-    `httpx.Client(transport=...)`; it behaves exactly the same."""
+if TYPE_CHECKING:
+
+    class HttpxScriptTransport(ScriptTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
+        pass
+
+else:
+
+    def __getattr__(name: str) -> Any:
+        """`HttpxScriptTransport` is made on first use, as it imports `httpx` 0.28."""
+        if name != "HttpxScriptTransport":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return httpx_transport_class(
+            ScriptTransport,
+            """`ScriptTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
+            `httpx.Client(transport=...)`; it behaves exactly the same.""",
+        )
 
 
 def _json_object(content: bytes, provider: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ class WireModel(BaseModel):
     coercion would hide a bug are declared `Strict*` on their own.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     def evolve(self, **changes: object) -> Self:
         """A copy with `changes`, each validated as its field is when the record is built.

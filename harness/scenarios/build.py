@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue, ValidationError
 from pydantic_core import ErrorDetails
@@ -12,13 +12,16 @@ from pydantic_core import ErrorDetails
 from harness.agent.definition import AgentDefinition, AgentTool
 from harness.agent.loop import LlmCallConfig, LlmConfigOverride, OverrideContext
 from harness.agent.tools import ApprovalPolicy
-from harness.cassettes import CassetteTransport, RecordMode
+from harness.cassettes.modes import RecordMode
 from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptTransport
 from harness.modules.catalog import PolicyUnavailableError, ToolCatalog
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
 from harness.providers import Provider
 from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
+
+if TYPE_CHECKING:
+    from harness.cassettes.transport import CassetteTransport
 
 
 def reasoning(value: str | None) -> Reasoning | None:
@@ -139,6 +142,8 @@ def transport(
     if scenario.script is not None:
         return ScriptTransport(scenario.provider, list(scenario.script))
     assert scenario.cassette is not None
+    from harness.cassettes.transport import CassetteTransport
+
     return CassetteTransport(
         folder / scenario.cassette,
         mode=mode,

@@ -42,7 +42,7 @@ from harness.workflow import Workflow
 class ScenarioModel(BaseModel):
     """Every part refuses unknown keys and is immutable once loaded."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # -- the agent --------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cassettes import RecordMode
+from harness.cassettes.modes import RecordMode
 from harness.scenarios.load import LoadedScenario, load_scenarios
 from harness.scenarios.report import failure_lines, skip_lines, summary, write_json, write_junit
 from harness.scenarios.run import Cell, CellResult, RunOptions, expand, run_cell

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,6 +167,8 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
 
 def write_junit_report(report: dict[str, Any], path: Path) -> None:
     """Write a JSON report (`to_json`, or shards merged) as JUnit XML, atomically."""
+    import xml.etree.ElementTree as ElementTree  # its XML parser takes a while to load
+
     counts = report["summary"]
     suite = ElementTree.Element(
         "testsuite",

@@ -12,14 +12,13 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.cassettes import CassetteTransport, RecordMode
+from harness.cassettes.modes import RecordMode
 from harness.errors import HarnessError, StoreUnavailableError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptTransport
 from harness.modules.completion import AgentCompletionModule
-from harness.modules.decision import AgentDecisionModule
 from harness.modules.models_acl import LlmDetails
 from harness.runtimes.base import Fault, RuntimeOptions
 from harness.runtimes.run import run_agent
@@ -36,6 +35,9 @@ from harness.stores.urls import (
     store_kind,
 )
 from harness.workflow import run_workflow
+
+if TYPE_CHECKING:
+    from harness.cassettes.transport import CassetteTransport
 
 _T = TypeVar("_T")
 
@@ -393,6 +395,8 @@ def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
             transport = ScriptTransport(record.provider, transport.replies)
         return _gateway(record.provider, transport)
 
+    from harness.modules.decision import AgentDecisionModule  # only decision scenarios load it
+
     module = AgentDecisionModule(
         scenario.config,
         models=build.models_service(scenario),
@@ -409,19 +413,16 @@ def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
     except HarnessError as caught:
         error = caught
     finally:
-        if isinstance(transport, CassetteTransport):
-            transport.close()
+        transport.close()
     made = _calls_made(transport)
     return check_module(scenario.expect, outputs=outputs, error=error, llm_calls=made)
 
 
-def _calls_made(transport: Any) -> int:
+def _calls_made(transport: ScriptTransport | CassetteTransport) -> int:
     if isinstance(transport, ScriptTransport):
         return len(transport.requests)
-    if isinstance(transport, CassetteTransport):
-        recorded = len(transport.cassette.raw) - len(transport.unplayed)
-        return recorded + len(transport.recorded)
-    return 0
+    recorded = len(transport.cassette.raw) - len(transport.unplayed)
+    return recorded + len(transport.recorded)
 
 
 def _run_completion(cell: Cell) -> list[Mismatch]:

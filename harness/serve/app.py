@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from harness.cassettes import CassetteMissError, CassetteTransport, RecordMode
 from harness.errors import CassetteError, HarnessError
-from harness.http_clients import HTTP_ERRORS, ChunkStream
+from harness.http_clients import ChunkStream, http_errors
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.llm._wire import json_type
 from harness.llm.adapters import adapter_for
@@ -86,7 +86,7 @@ class ServeConfig:
 class SessionSpec(BaseModel):
     """The body of `POST /_harness/sessions`: a script (with its provider) or a cassette."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     script: list[ScriptedReply] | None = None
     provider: Provider | None = None
@@ -210,7 +210,7 @@ class ReplayApp:
             return _provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
             return _provider_error(target.provider, 400, "invalid_request_error", str(error))
-        except HTTP_ERRORS as error:  # recording, and the provider cannot be reached
+        except http_errors() as error:  # recording, and the provider cannot be reached
             return _provider_error(
                 target.provider,
                 502,

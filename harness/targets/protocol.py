@@ -39,7 +39,7 @@ tools, and cancelling a run (`cancel`)."""
 class Message(BaseModel):
     """Every message refuses unknown keys: a misspelt field fails where it is sent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # -- harness -> target ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from harness.cassettes import Cassette, CassetteTransport, HttpxCassetteTransport, RecordModeError
-from harness.http_clients import HTTPX, HTTPX2, HttpLibrary
+from harness.http_clients import HTTPX2, HttpLibrary, httpx_library
 from harness.llm.adapters import RequestFormatError
 from harness.llm.gateway import GatewayConfig, GatewayConfigError, LlmGateway
 from harness.llm.models import LlmRequest, UserMessage
@@ -27,6 +27,7 @@ from harness.llm.script import (
 from tests.support.cassette_traffic import CHAT, OPENAI, chat
 from tests.support.fake_provider import openai_text_reply, serve
 
+HTTPX = httpx_library()
 Kind = Literal["sync", "async"]
 CLIENT_KINDS: list[tuple[HttpLibrary, Kind]] = [
     (library, kind) for library in (HTTPX2, HTTPX) for kind in ("sync", "async")
