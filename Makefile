@@ -64,6 +64,9 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.target_overhead
 	$(BIN)/python -m benchmarks.parallel_run
 	$(BIN)/python -m benchmarks.startup
+	$(BIN)/python -m benchmarks.summary
+	$(BIN)/python -m benchmarks.persistence
+	$(BIN)/python -m benchmarks.replay_memory
 
 clean:
 	rm -rf $(VENV) site .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

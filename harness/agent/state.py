@@ -7,9 +7,21 @@ yet made), the answers so far, the chunk stream and every request sent.
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+import functools
+import operator
+from collections.abc import Callable
+from typing import Any, Final, Literal, cast, get_args
 
-from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt
+from pydantic import (
+    BaseModel,
+    Field,
+    JsonValue,
+    NonNegativeInt,
+    PositiveInt,
+    TypeAdapter,
+    model_validator,
+)
+from pydantic_core import SchemaSerializer
 
 from harness.llm.models import LlmRequest, Message
 from harness.protocol._base import WireModel
@@ -73,6 +85,14 @@ class RunState(WireModel):
     memory_extractions: NonNegativeInt = 0
     override_calls: tuple[OverrideCall, ...] = ()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_requests(cls, data: Any) -> Any:
+        """Read a stored state's shared request records (see `StateWriter`) back in full."""
+        if isinstance(data, dict) and type(data.get("requests")) is list:
+            return {**data, "requests": _resolve_shared(data["requests"], data.get("messages"))}
+        return data
+
     @property
     def finished(self) -> bool:
         return self.phase == "finished"
@@ -92,3 +112,180 @@ class RunState(WireModel):
             error_code=None,
             error_message=None,
         ).with_chunks(RunFinishChunk(status="cancelled"))
+
+
+class StateWriter:
+    """A run's successive states as the JSON its store keeps, each record serialised once.
+
+    A run's states grow by appending: each state shares the messages, chunks, requests and
+    override calls of the one before, and each request repeats the system prompt, the tools and
+    the transcript of the one before it. `dump(state)` writes what `state.model_dump_json()`
+    writes, with two savings:
+
+    - a record written before is copied from its JSON, not serialised again, so a save costs
+      what the new records cost, not the whole history again;
+    - in `requests`, a message of the run's transcript is written as its place there,
+      `{"$same": ["messages", 3]}`, and a system fragment, message or tool an earlier request
+      holds as its place in that request, `{"$same": [0, "tools", 2]}` (request 0's third
+      tool), so each is stored once.
+
+    `RunState.model_validate_json` reads both forms; what it reads back equals the state. One
+    writer serves one run: it keeps the records it wrote, and their JSON, while the run lasts.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[object, str]] = {}
+        self._written: dict[str, tuple[tuple[Any, ...], list[str]]] = {}
+        self._transcript: dict[int, int] = {}  # id(message) -> its place in `messages`
+        self._first_written: dict[str, str] = {}  # record JSON -> the pointer to it
+
+    def dump(self, state: RunState) -> str:
+        return _json_of(state, self._history)
+
+    def _history(self, name: str, records: tuple[Any, ...]) -> str:
+        """`records` as a JSON array, only the records not written before serialised."""
+        before, texts = self._written.get(name, ((), []))
+        if not (len(records) >= len(before) and all(map(operator.is_, records, before))):
+            # not a continuation of what was written: start again, and so do the requests,
+            # whose pointers into the transcript are no longer known to hold
+            before, texts = (), []
+            if name == "messages":
+                self._transcript = {}
+                self._written.pop("requests", None)
+                self._first_written = {}
+            if name == "requests":
+                self._first_written = {}
+        if name == "requests":
+            texts.extend(
+                self._request_text(index, sent)
+                for index, sent in enumerate(records[len(before) :], start=len(before))
+            )
+        else:
+            serializer = _record_serializer(RunState, name)
+            for place, record in enumerate(records[len(before) :], start=len(before)):
+                texts.append(self._text(record, serializer))
+                if name == "messages":
+                    self._transcript[id(record)] = place
+        self._written[name] = (records, texts)
+        return "[" + ",".join(texts) + "]"
+
+    def _text(self, record: object, serializer: SchemaSerializer) -> str:
+        written = self._texts.get(id(record))
+        if written is not None and written[0] is record:
+            return written[1]
+        text = serializer.to_json(record).decode("utf-8")
+        self._texts[id(record)] = (record, text)  # the record is kept, so its id stays its own
+        return text
+
+    def _request_text(self, index: int, sent: SentRequest) -> str:
+        def shared(name: str, records: tuple[Any, ...]) -> str:
+            serializer = _record_serializer(LlmRequest, name)
+            texts = []
+            for position, record in enumerate(records):
+                text = self._text(record, serializer)
+                place = self._transcript.get(id(record)) if name == "messages" else None
+                if place is not None:
+                    pointer: str | None = f'{{"{SAME}":["messages",{place}]}}'
+                else:
+                    pointer = self._first_written.get(text)
+                    if pointer is None:
+                        self._first_written[text] = f'{{"{SAME}":[{index},"{name}",{position}]}}'
+                texts.append(pointer if pointer is not None and len(pointer) < len(text) else text)
+            return "[" + ",".join(texts) + "]"
+
+        return _json_of(sent, lambda _, request: _json_of(request, shared))
+
+
+SAME: Final = "$same"
+"""The key of a record a stored request shares with the transcript or an earlier request."""
+_SHARED_FIELDS: Final = ("system", "messages", "tools")
+"""The fields of a request whose records later requests repeat."""
+_HISTORIES: Final[dict[type[WireModel], frozenset[str]]] = {
+    RunState: frozenset({"messages", "chunks", "requests", "override_calls"}),
+    SentRequest: frozenset({"request"}),
+    LlmRequest: frozenset(_SHARED_FIELDS),
+}
+"""The fields `StateWriter` writes itself, per record type: the rest are pydantic's."""
+
+
+def _json_of(model: WireModel, history: Callable[[str, Any], str]) -> str:
+    """`model`'s JSON, its plain fields by pydantic and its histories by `history`."""
+    serializer = type(model).__pydantic_serializer__
+    parts = []
+    for plain, name in _layout(type(model)):
+        if plain:
+            fields = serializer.to_json(model, include=plain).decode("utf-8")
+            parts.append(fields[1:-1])  # the fields, without the braces around them
+        if name is not None:
+            parts.append(f'"{name}":{history(name, getattr(model, name))}')
+    return "{" + ",".join(part for part in parts if part) + "}"
+
+
+@functools.cache
+def _layout(model: type[WireModel]) -> tuple[tuple[set[str], str | None], ...]:
+    """`model`'s fields in order, as runs of plain fields each followed by one history."""
+    layout: list[tuple[set[str], str | None]] = []
+    plain: list[str] = []
+    for name in model.model_fields:
+        if name in _HISTORIES[model]:
+            layout.append((set(plain), name))
+            plain = []
+        else:
+            plain.append(name)
+    layout.append((set(plain), None))
+    return tuple(layout)
+
+
+@functools.cache
+def _record_serializer(model: type[WireModel], history: str) -> SchemaSerializer:
+    """How `model` serialises one record of `history` (`tuple[X, ...]`: X)."""
+    (record, _) = get_args(model.model_fields[history].annotation)
+    if isinstance(record, type) and issubclass(record, BaseModel):
+        record.model_rebuild()  # a model builds on first use: its serializer, not a stand-in
+        return record.__pydantic_serializer__
+    return TypeAdapter(record).serializer
+
+
+def _resolve_shared(requests: list[Any], transcript: object) -> list[Any]:
+    """Stored requests with each `{"$same": ...}` replaced by the record it points to; a pointer
+    to nothing is a `ValueError` that names it."""
+    resolved: list[Any] = []
+    for index, sent in enumerate(requests):
+        request = sent.get("request") if isinstance(sent, dict) else None
+        if isinstance(request, dict):
+            changed = {}
+            for name in _SHARED_FIELDS:
+                records = request.get(name)
+                if isinstance(records, list) and any(map(_is_pointer, records)):
+                    changed[name] = [
+                        _pointed(record[SAME], index, resolved, transcript)
+                        if _is_pointer(record)
+                        else record
+                        for record in records
+                    ]
+            if changed:
+                sent = {**sent, "request": {**request, **changed}}
+        resolved.append(sent)
+    return resolved
+
+
+def _is_pointer(record: object) -> bool:
+    return type(record) is dict and len(record) == 1 and SAME in record
+
+
+def _pointed(where: object, index: int, resolved: list[Any], transcript: object) -> Any:
+    try:
+        if isinstance(where, list) and len(where) == 2 and where[0] == "messages":
+            place = where[1]
+            if not (isinstance(place, int) and place >= 0 and isinstance(transcript, list)):
+                raise IndexError
+            return transcript[place]
+        request, name, position = cast("tuple[int, str, int]", where)
+        if not (0 <= request < index and name in _SHARED_FIELDS and position >= 0):
+            raise IndexError
+        return resolved[request]["request"][name][position]
+    except (TypeError, ValueError, IndexError, KeyError):
+        raise ValueError(
+            f"request {index} holds {{{SAME!r}: {where!r}}}, which points to no message of the "
+            "run and no record of an earlier request; the stored run state is damaged"
+        ) from None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 from harness.agent.loop import AgentLoop
-from harness.agent.state import PersistencePoint, RunState
+from harness.agent.state import PersistencePoint, RunState, StateWriter
 from harness.errors import HarnessError
 from harness.stores.base import StateStore, StoredRun
 
@@ -123,6 +123,7 @@ class Runtime:
     options: RuntimeOptions = field(default_factory=RuntimeOptions)
     cancel: Cancel | None = None
     _seen: dict[PersistencePoint, int] = field(default_factory=dict)
+    _writer: StateWriter = field(default_factory=StateWriter)
     duration_seconds: float = 0.0
 
     def start(
@@ -130,6 +131,7 @@ class Runtime:
     ) -> RunState:
         """Start a run and drive it to its end (or to a simulated crash, or a cancellation)."""
         loop.invoke_config_override = self.profile.invokes_config_override
+        self._writer = StateWriter()  # one run's records
         state = loop.start(run_id=run_id, session_id=session_id, user_message=user_message)
         state = self._persist(state, "run_started")
         return self._drive(loop, state)
@@ -140,6 +142,7 @@ class Runtime:
         stored = self.store.load(run_id)
         if stored is None:
             raise RunNotFoundError(f"no run {run_id!r} in store {getattr(self.store, 'url', '?')}")
+        self._writer = StateWriter()
         return self._drive(loop, RunState.model_validate_json(stored.state_json))
 
     def _drive(self, loop: AgentLoop, state: RunState) -> RunState:
@@ -179,7 +182,7 @@ class Runtime:
             StoredRun(
                 run_id=state.run_id,
                 status=state.status,
-                state_json=state.model_dump_json(),
+                state_json=self._writer.dump(state),
                 forced_completion=state.forced_completion,
             )
         )

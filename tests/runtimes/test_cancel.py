@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.agent.loop import AgentLoop
-from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
+from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint, RunState
 from harness.protocol.chunks import ForcedCompletionChunk, RunFinishChunk
 from harness.protocol.outcome import Cancelled
 from harness.runtimes.base import Cancel, CancelPlanInvalidError, Fault
@@ -70,7 +70,7 @@ def test_a_cancelled_run_stops_at_its_point_on_every_profile(
     stored = store.load("r")
     assert stored is not None
     assert stored.status == "cancelled"
-    assert stored.state_json == state.model_dump_json()
+    assert RunState.model_validate_json(stored.state_json) == state
     assert stored.forced_completion == state.forced_completion
 
 

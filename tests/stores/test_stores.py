@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
+from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint, RunState
 from harness.protocol.forced import ForcedCompletionState
 from harness.runtimes.base import Fault
 from harness.runtimes.run import run_agent
@@ -90,6 +90,28 @@ def test_a_run_killed_at_any_persistence_point_resumes_from_the_store(
     assert stored.forced_completion is not None
     assert stored.forced_completion.status == "succeeded"
     assert json.loads(stored.state_json)["output"] == {"answer": "Paris", "score": 3}
+    assert RunState.model_validate_json(stored.state_json) == resumed.state
+
+
+def test_a_new_sqlite_database_has_16_kib_pages_and_an_old_one_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    new = SQLiteStore(tmp_path / "new.sqlite3")
+    old_path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(old_path) as connection:  # created as the previous release created it
+        connection.execute("CREATE TABLE made_before (x INTEGER)")
+    old = SQLiteStore(old_path)
+    try:
+        assert new._connection.execute("PRAGMA page_size").fetchone() == (16_384,)
+        assert old._connection.execute("PRAGMA page_size").fetchone() == (4_096,)
+        for store in (new, old):
+            store.save(StoredRun(run_id="r", status="running", state_json='{"step": 1}'))
+            assert store.load("r") == StoredRun(
+                run_id="r", status="running", state_json='{"step": 1}'
+            )
+    finally:
+        new.close()
+        old.close()
 
 
 # -- migrations ------------------------------------------------------------------------------------
