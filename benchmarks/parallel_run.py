@@ -16,7 +16,6 @@ Target: `-n 2` at least 1.8x faster than `-n 0` on two cores.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks._report import alternated, heading
+from benchmarks._report import alternated, library_arguments
 from benchmarks.scenario_library import PytestRunner, build_library, pytest_plugins
 
 SPEEDUP_TARGET: Final = 1.8
@@ -46,13 +45,7 @@ def harness_seconds(library: Path, workers: int, environment: dict[str, str]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
-    parser.add_argument("--repeats", type=int, default=3)
-    arguments = parser.parse_args(argv)
-    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
+    arguments = library_arguments(__doc__, argv, repeats=3)
     with tempfile.TemporaryDirectory(prefix="parallel-bench-") as temporary:
         folder = Path(temporary)
         library, _ = build_library(folder / "library", arguments.size, "realistic")

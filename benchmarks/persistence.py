@@ -17,7 +17,6 @@ Target: the persistence cost per cell at most half of writing the whole state at
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import sqlite3
@@ -28,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks._report import alternated, heading
-from benchmarks.scenario_library import build_library
+from benchmarks._report import alternated, library_arguments
+from benchmarks.scenario_library import realistic_cells
 from harness.agent.state import RunState, StateWriter
 from harness.runtimes.base import Runtime
-from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
+from harness.scenarios import RunOptions, run_cell
 from harness.scenarios.run import keep_loaded
 from harness.stores.base import StoredRun
 from harness.stores.sqlite import PAGE_SIZE, SQLiteStore
@@ -110,18 +109,10 @@ def saved(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
-    parser.add_argument("--repeats", type=int, default=5)
-    arguments = parser.parse_args(argv)
-    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
+    arguments = library_arguments(__doc__, argv, repeats=5)
     with tempfile.TemporaryDirectory(prefix="persistence-bench-") as temporary:
         folder = Path(temporary)
-        scripted, _ = build_library(folder / "library", arguments.size, "realistic")
-        options = RunOptions(workdir=folder)
-        cells = expand(load_scenarios([scripted]), options)
+        cells, options = realistic_cells(folder, arguments.size)
         with keep_loaded():
             states, run_seconds = captured_states(cells, options)
             # the states are this benchmark's fixture, not a run's: out of the collector's way

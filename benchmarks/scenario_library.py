@@ -46,7 +46,7 @@ from harness.cassettes import CassetteTransport
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptedReply, ScriptTransport
 from harness.runtimes.run import run_agent
-from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
+from harness.scenarios import Cell, RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.build import agent_definition
 from harness.scenarios.format import Scenario
 
@@ -71,6 +71,14 @@ def build_library(folder: Path, size: int, shape: Shape) -> tuple[Path, Path]:
         replay["cassette"] = f"{data['name']}.json"
         (cassettes / f"{data['name']}.yaml").write_text(yaml.safe_dump(replay, sort_keys=False))
     return scripted, cassettes
+
+
+def realistic_cells(folder: Path, size: int) -> tuple[list[Cell], RunOptions]:
+    """The cells of `size` realistic scripted scenarios built under `folder`, and the options
+    they run with (working folder `folder`)."""
+    scripted, _ = build_library(folder / "library", size, "realistic")
+    options = RunOptions(workdir=folder)
+    return expand(load_scenarios([scripted]), options), options
 
 
 def record(data: dict[str, Any], path: Path) -> None:

@@ -14,7 +14,6 @@ The target: the summary at most 0.1 ms per cell.
 
 from __future__ import annotations
 
-import argparse
 import io
 import sys
 import tempfile
@@ -25,10 +24,9 @@ from typing import Final
 
 from rich.console import Console
 
-from benchmarks._report import alternated, heading
-from benchmarks.scenario_library import build_library
+from benchmarks._report import alternated, library_arguments
+from benchmarks.scenario_library import realistic_cells
 from harness.cli import print_summary
-from harness.scenarios import RunOptions, expand, load_scenarios
 from harness.scenarios.expect import Mismatch
 from harness.scenarios.run import CellResult
 
@@ -36,8 +34,7 @@ TARGET_MS: Final = 0.1
 
 
 def results_for(size: int, folder: Path) -> list[CellResult]:
-    scripted, _ = build_library(folder / "library", size, "realistic")
-    cells = expand(load_scenarios([scripted]), RunOptions(workdir=folder))
+    cells, _ = realistic_cells(folder, size)
     results = []
     for index, cell in enumerate(cells):
         result = CellResult(cell, duration=0.008 + index % 7 / 1000)
@@ -62,13 +59,7 @@ def printed(results: list[CellResult], per_cell: bool | None) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
-    parser.add_argument("--repeats", type=int, default=5)
-    arguments = parser.parse_args(argv)
-    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
+    arguments = library_arguments(__doc__, argv, repeats=5)
     with tempfile.TemporaryDirectory(prefix="summary-bench-") as temporary:
         results = results_for(arguments.size, Path(temporary))
     ways = {"a row per cell (before)": True, "as harness run prints it (now)": None}

@@ -18,7 +18,6 @@ The target: at most 2x the in-process time per cell (`--target`, the same code u
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -26,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from benchmarks._report import alternated, heading
-from benchmarks.scenario_library import build_library
-from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
+from benchmarks._report import alternated, library_arguments
+from benchmarks.scenario_library import realistic_cells
+from harness.scenarios import RunOptions, run_cell
 from harness.scenarios.run import Cell, CellResult, keep_loaded
 from harness.scenarios.targets import TargetSpec, target_runner
 from harness.targets import REFERENCE_TARGET
@@ -59,18 +58,10 @@ def through(spec: TargetSpec, cells: list[Cell], options: RunOptions) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size", type=int, default=200, help="scenarios (x5 runtime profiles)")
-    parser.add_argument("--repeats", type=int, default=3)
-    arguments = parser.parse_args(argv)
-    print(heading(f"{arguments.size} scenarios x 5 runtime profiles"))
+    arguments = library_arguments(__doc__, argv, repeats=3)
     with tempfile.TemporaryDirectory(prefix="target-bench-") as temporary:
         folder = Path(temporary)
-        scripted, _ = build_library(folder / "library", arguments.size, "realistic")
-        options = RunOptions(workdir=folder)
-        cells = expand(load_scenarios([scripted]), options)
+        cells, options = realistic_cells(folder, arguments.size)
         modes: dict[str, Callable[[], float]] = {
             "in process": lambda: timed(cells, lambda cell: run_cell(cell, options)),
             "--target (Python callable)": lambda: through(

@@ -19,8 +19,10 @@ of a project that installs it) costs nothing until something is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import imported as _imported
+from harness.lazy import on_first_use as _on_first_use
 
 __version__ = "0.1.0"
 
@@ -120,17 +122,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = _on_first_use(__name__, _imported(_EXPORTS))
 
 
 if TYPE_CHECKING:

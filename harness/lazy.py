@@ -1,10 +1,15 @@
-"""A sequence whose items are read when they are looked at: what a cassette kept as its bytes
-and the requests a target's session received are to the code that reads them."""
+"""Loading on first use: a sequence whose items are read when they are looked at (what a
+cassette kept as its bytes and the requests a target's session received are to the code that
+reads them), and module attributes made the first time they are read (a package's names, or a
+class that needs `httpx` 0.28)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar, overload
+import functools
+import importlib
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -46,3 +51,32 @@ class ReadOnDemand(Sequence[T]):
 
     def __repr__(self) -> str:
         return f"<{self._count} items, each read when looked at>"
+
+
+def on_first_use(
+    module: str, makers: Mapping[str, Callable[[], Any]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """`module`'s `__getattr__` and `__dir__` (PEP 562) for names made on first use: each name of
+    `makers` is made by its function the first time it is read, then kept in the module."""
+
+    def __getattr__(name: str) -> Any:
+        make = makers.get(name)
+        if make is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = make()
+        setattr(sys.modules[module], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *makers})
+
+    return __getattr__, __dir__
+
+
+def imported(exports: Mapping[str, str]) -> dict[str, Callable[[], Any]]:
+    """Makers for `on_first_use` that import each name of `exports` from the module it names."""
+    return {name: functools.partial(_attribute, module, name) for name, module in exports.items()}
+
+
+def _attribute(module: str, name: str) -> Any:
+    return getattr(importlib.import_module(module), name)

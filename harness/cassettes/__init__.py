@@ -6,8 +6,9 @@ Names are imported on first use: a run that opens no cassette loads none of the 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import imported, on_first_use
 
 _EXPORTS: dict[str, str] = {
     "FORMAT": "harness.cassettes.cassette",
@@ -36,17 +37,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.cassettes' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = on_first_use(__name__, imported(_EXPORTS))
 
 
 if TYPE_CHECKING:

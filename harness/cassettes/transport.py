@@ -46,6 +46,7 @@ from harness.http_clients import (
     libraries,
     library_of,
 )
+from harness.lazy import on_first_use
 from harness.providers import detect_provider
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
@@ -500,16 +501,16 @@ if TYPE_CHECKING:
     class HttpxCassetteTransport(CassetteTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
         pass
 
-else:
-
-    def __getattr__(name: str) -> Any:
-        """`HttpxCassetteTransport` is made on first use, as it imports `httpx` 0.28."""
-        if name != "HttpxCassetteTransport":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return httpx_transport_class(
-            CassetteTransport,
-            """`CassetteTransport`, typed as an `httpx` 0.28 transport too, for code that
-            type-checks `httpx.Client(transport=...)`. It behaves exactly the same (either
-            library's clients work); use `CassetteTransport` with the official SDKs:
-            `anthropic.DefaultHttpxClient` refuses any transport that is an `httpx` class.""",
-        )
+else:  # made on first use: it imports `httpx` 0.28
+    __getattr__, __dir__ = on_first_use(
+        __name__,
+        {
+            "HttpxCassetteTransport": lambda: httpx_transport_class(
+                CassetteTransport,
+                """`CassetteTransport`, typed as an `httpx` 0.28 transport too, for code that
+                type-checks `httpx.Client(transport=...)`. It behaves exactly the same (either
+                library's clients work); use `CassetteTransport` with the official SDKs:
+                `anthropic.DefaultHttpxClient` refuses any transport that is an `httpx` class.""",
+            )
+        },
+    )

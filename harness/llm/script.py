@@ -25,6 +25,7 @@ from harness.http_clients import (
     httpx_transport_class,
     library_of,
 )
+from harness.lazy import on_first_use
 from harness.llm.adapters import RequestFormatError, adapter_for
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
@@ -213,17 +214,17 @@ if TYPE_CHECKING:
     class HttpxScriptTransport(ScriptTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
         pass
 
-else:
-
-    def __getattr__(name: str) -> Any:
-        """`HttpxScriptTransport` is made on first use, as it imports `httpx` 0.28."""
-        if name != "HttpxScriptTransport":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return httpx_transport_class(
-            ScriptTransport,
-            """`ScriptTransport`, typed as an `httpx` 0.28 transport too, for code that type-checks
-            `httpx.Client(transport=...)`; it behaves exactly the same.""",
-        )
+else:  # made on first use: it imports `httpx` 0.28
+    __getattr__, __dir__ = on_first_use(
+        __name__,
+        {
+            "HttpxScriptTransport": lambda: httpx_transport_class(
+                ScriptTransport,
+                """`ScriptTransport`, typed as an `httpx` 0.28 transport too, for code that
+                type-checks `httpx.Client(transport=...)`; it behaves exactly the same.""",
+            )
+        },
+    )
 
 
 def _json_object(content: bytes, provider: str) -> dict[str, Any]:

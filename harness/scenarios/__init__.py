@@ -3,6 +3,7 @@ the end of a run."""
 
 from typing import TYPE_CHECKING
 
+from harness.lazy import imported, on_first_use
 from harness.scenarios.expect import Mismatch
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.load import LoadedScenario, ScenarioFileError, load_scenarios
@@ -16,16 +17,11 @@ if TYPE_CHECKING:
         target_runner,
     )
 
-_TARGETS = frozenset({"TargetRunner", "TargetSpec", "target_runner"})
-
-
-def __getattr__(name: str) -> object:
-    """The target runner loads on first use: it brings the replay server (Starlette, uvicorn)."""
-    if name in _TARGETS:
-        from harness.scenarios import targets
-
-        return getattr(targets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The target runner loads on first use: it brings the replay server (Starlette, uvicorn).
+__getattr__, __dir__ = on_first_use(
+    __name__,
+    imported(dict.fromkeys(("TargetRunner", "TargetSpec", "target_runner"), f"{__name__}.targets")),
+)
 
 
 __all__ = [
