@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -195,8 +195,6 @@ def run(
     With --target or --target-cmd the cells run on your own implementation (see "Testing your
     own runtime" in the documentation); the harness checks what it answers and the requests it
     sent."""
-    from rich.progress import Progress
-
     from harness.cassettes.modes import RecordMode
     from harness.scenarios import RunOptions, load_scenarios, run_cell
     from harness.scenarios.library import select_cells
@@ -252,22 +250,11 @@ def run(
         console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
     results: list[CellResult] = []
     interrupted = False
-    # No refresh thread: `-n` forks its workers, which must not inherit a running thread.
     with (
         keep_loaded(),
         contextlib.ExitStack() as stack,
-        Progress(console=console, transient=True, auto_refresh=False) as progress,
+        _progress(console, len(cells)) as advance,
     ):
-        task = progress.add_task("scenarios", total=len(cells))
-        shown = [0.0]
-
-        def advance(result: CellResult) -> None:
-            progress.advance(task)
-            now = time.monotonic()
-            if now - shown[0] >= PROGRESS_INTERVAL:  # drawing it costs more than a cell
-                shown[0] = now
-                progress.refresh()
-
         try:
             if workers:
                 from harness.scenarios.parallel import run_in_workers
@@ -882,6 +869,33 @@ def _narrowed(
         if failed:  # none failed: run them all, as pytest --last-failed does
             cells = [cell for cell in cells if cell.id in failed]
     return cells
+
+
+@contextlib.contextmanager
+def _progress(console: Console, total: int) -> Iterator[Callable[[CellResult], None]]:
+    """A transient progress bar over `total` cells; what it yields advances it by one.
+
+    Only a terminal shows one: rich draws nothing of a transient bar elsewhere, so a run whose
+    output is captured (CI, a pipe) does not even load rich's progress module. No refresh
+    thread: `-n` forks its workers, which must not inherit a running thread.
+    """
+    if not console.is_terminal:
+        yield lambda result: None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True, auto_refresh=False) as progress:
+        task = progress.add_task("scenarios", total=total)
+        shown = [0.0]
+
+        def advance(result: CellResult) -> None:
+            progress.advance(task)
+            now = time.monotonic()
+            if now - shown[0] >= PROGRESS_INTERVAL:  # drawing it costs more than a cell
+                shown[0] = now
+                progress.refresh()
+
+        yield advance
 
 
 def _target_spec(

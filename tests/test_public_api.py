@@ -100,6 +100,41 @@ print(type(reply).__module__.split(".")[0], reply.json()["choices"][0]["message"
     assert output.stdout.splitlines() == ["completed []", "httpx Hi"]
 
 
+SCENARIO = """\
+name: capital
+stores: [memory]
+agent:
+  output_schema: {type: object, properties: {city: {type: string}}, required: [city]}
+script:
+  - text: It is Paris.
+  - tool_calls: [{name: __finish__, arguments: {city: Paris}}]
+expect: {status: completed, forced_calls: 1}
+"""
+
+
+def test_a_captured_one_scenario_run_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """`harness run` with its output captured, on one OpenAI scenario in a folder with no
+    pyproject.toml: no process pool, no progress bar, no TOML parser, no Anthropic adapter, and
+    no module contract validated."""
+    (tmp_path / "capital.yaml").write_text(SCENARIO)
+    code = """
+import sys
+from harness.cli import main
+try:
+    main(["run", "capital.yaml"])
+except SystemExit as stop:
+    unused = ("multiprocessing", "concurrent", "rich.progress", "tomllib", "harness.llm.anthropic")
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in unused or m in unused)
+    contracts = [n for n in ("COMPLETION", "DECISION", "MODULES") if n in vars(sys.modules["harness.metadata"])]
+    print(stop.code, loaded, contracts, file=sys.stderr)
+"""
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert "1 passed, 0 failed" in output.stdout
+    assert output.stderr.splitlines()[-1] == "0 [] []"
+
+
 @pytest.mark.parametrize("package", [harness, harness.cassettes], ids=lambda p: p.__name__)
 def test_the_lazy_table_all_and_the_type_checking_imports_agree(package: Any) -> None:
     """`_EXPORTS` is the one list; `__all__` and the imports type checkers read must match it."""

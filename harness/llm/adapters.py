@@ -15,13 +15,13 @@ lives in `harness.llm._wire`.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 from pydantic import JsonValue
 
 from harness.errors import AgentDecisionCallException, IllegalArgumentException
-from harness.llm import anthropic, openai
 from harness.llm._wire import FRAGMENT_WIRE, RequestFormatError, ServerSentEventLike
 from harness.llm.models import LlmRequest, LlmResponse
 from harness.providers import PROVIDERS, Provider
@@ -68,12 +68,20 @@ class ProviderAdapter(Protocol):
 def adapter_for(provider: Provider) -> ProviderAdapter:
     """The adapter module for `provider`; refuses any other name, listing the supported ones."""
     try:
-        return _ADAPTERS[provider]
+        module = _ADAPTERS[provider]
     except KeyError:
         raise IllegalArgumentException(
             f"expected one of {', '.join(PROVIDERS)} but got provider={provider!r} "
             f"(type={type(provider).__name__})"
         ) from None
+    return cast(ProviderAdapter, importlib.import_module(module))
 
 
-_ADAPTERS: Final[dict[str, ProviderAdapter]] = {"openai": openai, "anthropic": anthropic}
+_ADAPTERS: Final = {"openai": "harness.llm.openai", "anthropic": "harness.llm.anthropic"}
+"""Each provider's adapter module, imported the first time a gateway needs it (a run on one
+provider loads nothing of the other's)."""
+
+if TYPE_CHECKING:  # mypy checks that both modules implement the protocol
+    from harness.llm import anthropic, openai
+
+    _IMPLEMENTATIONS: tuple[ProviderAdapter, ...] = (openai, anthropic)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from harness.errors import IllegalArgumentException
-from harness.metadata import COMPLETION, ModuleMetadata
+from harness.metadata import ANSWER_REQUIRED, ANSWER_TOO_LONG, Contract
 from harness.modules.projection import utf16_length
 
 INPUT_FINAL_ANSWER: Final = "agentFinalAnswer"
@@ -29,9 +29,9 @@ OUTPUT_FINAL_ANSWER: Final = "finalAnswer"
 OUTPUT_AGENT_OUTCOME: Final = "agentOutcome"
 FINAL_ANSWER_OUTCOME: Final = "final_answer"
 MAX_ANSWER_UTF16_UNITS: Final = 65_536
-# The exact messages are the module contract's, declared once in `harness.metadata.COMPLETION`.
-REQUIRED_MESSAGE: Final = str(COMPLETION.failures[0].message)
-TOO_LONG_MESSAGE: Final = str(COMPLETION.failures[1].message)
+# The exact messages are the module contract's, declared once in `harness.metadata`.
+REQUIRED_MESSAGE: Final = ANSWER_REQUIRED
+TOO_LONG_MESSAGE: Final = ANSWER_TOO_LONG
 
 _log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class AgentCompletionModule:
 
     name: Final = "AgentCompletionModule"
     version: Final = "2.0"
-    metadata: Final[ModuleMetadata] = COMPLETION
+    metadata: Final = Contract("completion")
 
     def __init__(self) -> None:
         self._outputs: dict[str, str] = {}

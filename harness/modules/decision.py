@@ -33,7 +33,7 @@ from harness.llm.models import (
     SystemFragment,
     UserMessage,
 )
-from harness.metadata import DECISION, ModuleMetadata
+from harness.metadata import DECISION, Contract
 from harness.modules.catalog import (
     ASK_USER_TOOL,
     BUILT_IN_CATALOG,
@@ -120,7 +120,7 @@ class AgentDecisionModule:
 
     name: Final = "AgentDecisionModule"
     version: Final = "2.0"
-    metadata: Final[ModuleMetadata] = DECISION
+    metadata: Final = Contract("decision")
 
     def __init__(
         self,

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +23,7 @@ from harness.errors import HarnessError
 from harness.scenarios.run import Cell, CellResult, RunOptions, run_cell
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
     from multiprocessing.queues import Queue
 
     from harness.scenarios.targets import TargetRunner, TargetSpec
@@ -210,6 +208,11 @@ def run_in_workers(
     """Run `cells` in `workers` forked processes (on `target` when given: one per worker);
     yield every result in `cells`' order (each as soon as it and every one before it are done),
     calling `on_result` as each arrives. Fork before starting any thread in this process."""
+    # Loaded here: a serial run (-n 0) pays nothing for the process pool.
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     global _CELLS, _OPTIONS, _TARGET
     _CELLS, _OPTIONS, _TARGET = list(cells), options, target
     context = multiprocessing.get_context("fork")

@@ -54,6 +54,22 @@ def test_failures_exit_1_with_file_line_expected_and_actual(scenarios: Path) -> 
     assert "2 passed, 1 failed" in result.output
 
 
+def test_a_terminal_shows_the_progress_bar_and_a_captured_run_prints_only_the_results(
+    scenarios: Path,
+) -> None:
+    plain = {"FORCE_COLOR": None, "TTY_COMPATIBLE": None, "NO_COLOR": None}
+    terminal = CliRunner().invoke(main, ["run", str(scenarios)], env={**plain, "FORCE_COLOR": "1"})
+    captured = CliRunner().invoke(main, ["run", str(scenarios)], env=plain)
+    assert "scenarios" in terminal.output
+    assert "100%" in terminal.output
+    assert "\x1b[" not in captured.output
+    assert "100%" not in captured.output
+    assert captured.output.lstrip(" ").startswith("harness run")  # the table comes first
+    for result in (terminal, captured):
+        assert result.exit_code == 1
+        assert "2 passed, 1 failed" in result.output
+
+
 def test_k_selects_cells_and_options_filter_the_matrix(scenarios: Path) -> None:
     runner = CliRunner()
     smoke = runner.invoke(main, ["run", str(scenarios), "-k", "smoke and not dbos"])
