@@ -1,10 +1,11 @@
 """How long `harness run` takes on one scenario, and what its start-up imports cost.
 
-Writes a one-scenario file (a scripted forced-completion cell) to a temporary folder, warms the
-bytecode caches, then runs `harness run` on it `--repeats` times as a user does (a new process each
-time) and prints the median wall time beside the target, and the modules whose import costs most
-(`python -X importtime`, cumulative). Beside it, in turns, a process that only imports the
-third-party packages such a run needs: the floor no change to the harness can go below.
+Writes two one-scenario files to a temporary folder (a scripted forced-completion cell, whose
+output is checked against its JSON Schema, and a plain scripted agent cell), warms the bytecode
+caches, then runs `harness run` on each `--repeats` times as a user does (a new process each time)
+and prints the medians beside the target, and the modules whose import costs most for the first
+(`python -X importtime`, cumulative). In turns with them, for each, a process that only imports
+the third-party packages such a run needs: the floor no change to the harness can go below.
 
 Target: a one-scenario `harness run` under 0.3 s with warm bytecode caches.
 
@@ -14,18 +15,42 @@ Target: a one-scenario `harness run` under 0.3 s with warm bytecode caches.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from benchmarks._report import alternated, heading
 
 TARGET_SECONDS: Final = 0.3
-SCENARIO: Final = """\
+RUN: Final = "from harness.cli import main; main()"
+FIRST_MODEL: Final = """
+from pydantic import BaseModel
+
+class First(BaseModel):
+    x: int
+"""
+
+
+class Case(NamedTuple):
+    """One one-scenario file, and the third-party imports a run of it cannot do without (and
+    nothing of the harness), with the first pydantic model, which loads the rest of pydantic."""
+
+    label: str
+    file: str
+    scenario: str
+    floor: str
+
+
+CASES: Final = (
+    Case(
+        "forced-completion cell",
+        "capital.yaml",
+        """\
 name: capital
 stores: [memory]
 agent:
@@ -34,24 +59,31 @@ script:
   - text: It is Paris.
   - tool_calls: [{name: __finish__, arguments: {city: Paris}}]
 expect: {status: completed, forced_calls: 1}
-"""
-RUN: Final = "from harness.cli import main; main()"
-DEPENDENCIES: Final = """\
-import click, httpx2, jsonschema, orjson, rich.console, rich.table, sqlite3, yaml
-from pydantic import BaseModel
+""",
+        # validating the output against its JSON Schema needs jsonschema
+        "import click, httpx2, jsonschema, orjson, rich.console, rich.table, sqlite3, yaml"
+        + FIRST_MODEL,
+    ),
+    Case(
+        "plain agent cell",
+        "plain.yaml",
+        """\
+name: plain
+stores: [memory]
+agent: {user_message: Capital?}
+script:
+  - text: It is Paris.
+expect: {status: completed, outcome_record: {final_message: It is Paris.}}
+""",
+        "import click, httpx2, orjson, rich.console, rich.table, sqlite3, yaml" + FIRST_MODEL,
+    ),
+)
 
-class First(BaseModel):
-    x: int
-"""
-"""What a one-scenario run cannot do without, and nothing of the harness: the third-party
-packages it imports (validating the output against its JSON Schema needs `jsonschema`) and the
-first pydantic model, which loads the rest of pydantic."""
 
-
-def run_once(folder: Path, environment: dict[str, str], code: str = RUN) -> float:
+def run_once(folder: Path, environment: dict[str, str], file: str, code: str = RUN) -> float:
     started = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-c", code, "run", "capital.yaml"],
+        [sys.executable, "-c", code, "run", file],
         cwd=folder,
         env=environment,
         capture_output=True,
@@ -64,10 +96,10 @@ def run_once(folder: Path, environment: dict[str, str], code: str = RUN) -> floa
 
 
 def heaviest_imports(
-    folder: Path, environment: dict[str, str], count: int
+    folder: Path, environment: dict[str, str], file: str, count: int
 ) -> list[tuple[int, str]]:
     completed = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", RUN, "run", "capital.yaml"],
+        [sys.executable, "-X", "importtime", "-c", RUN, "run", file],
         cwd=folder,
         env=environment,
         capture_output=True,
@@ -89,30 +121,32 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="startup-bench-") as temporary:
         folder = Path(temporary)
-        (folder / "capital.yaml").write_text(SCENARIO)
         environment = {**os.environ, "PYTHONPYCACHEPREFIX": str(folder / "pycache")}
         environment.pop("PYTHONDONTWRITEBYTECODE", None)
-        run_once(folder, environment)  # warm the bytecode caches
-        run_once(folder, environment, DEPENDENCIES)
-        medians = alternated(
-            {
-                "run": lambda: run_once(folder, environment),
-                "floor": lambda: run_once(folder, environment, DEPENDENCIES),
-            },
-            arguments.repeats,
-        )
-        imports = heaviest_imports(folder, environment, 12)
-    median, floor = medians["run"], medians["floor"]
-    verdict = "PASS" if median < TARGET_SECONDS else "FAIL"
+        modes = {}
+        for case in CASES:
+            (folder / case.file).write_text(case.scenario)
+            modes[case.label] = functools.partial(run_once, folder, environment, case.file)
+            modes[f"{case.label} floor"] = functools.partial(
+                run_once, folder, environment, case.file, case.floor
+            )
+        for measure in modes.values():  # warm the bytecode caches
+            measure()
+        medians = alternated(modes, arguments.repeats)
+        imports = heaviest_imports(folder, environment, CASES[0].file, 12)
     print(heading("a one-scenario harness run, warm bytecode caches"))
+    print(f"\nmedian of {arguments.repeats}, target < {TARGET_SECONDS:g} s:\n")
     print(
-        f"\none-scenario harness run, median of {arguments.repeats}: {median:.2f} s "
-        f"(target < {TARGET_SECONDS:g} s): {verdict}"
+        "| one-scenario harness run | run | third-party imports alone | the harness's own share |"
     )
-    print(
-        f"its third-party imports alone, in a process of their own: {floor:.2f} s; "
-        f"the harness's own share: {median - floor:.2f} s"
-    )
+    print("|---|---|---|---|")
+    verdicts = []
+    for case in CASES:
+        run, floor = medians[case.label], medians[f"{case.label} floor"]
+        verdicts.append(f"{case.label}: {'PASS' if run < TARGET_SECONDS else 'FAIL'}")
+        print(f"| {case.label} | {run:.2f} s | {floor:.2f} s | {run - floor:.2f} s |")
+    print(f"\n{'; '.join(verdicts)}")
+    print(f"\nheaviest imports of the {CASES[0].label} run:")
     print("\n| cumulative import | module |\n|---|---|")
     for microseconds, module in imports:
         print(f"| {microseconds / 1000:.0f} ms | `{module.strip()}` |")

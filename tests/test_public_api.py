@@ -135,6 +135,28 @@ except SystemExit as stop:
     assert output.stderr.splitlines()[-1] == "0 [] []"
 
 
+def test_a_run_without_an_output_schema_loads_no_json_schema_validator(tmp_path: Path) -> None:
+    (tmp_path / "plain.yaml").write_text(
+        "name: plain\nstores: [memory]\nagent: {user_message: Capital?}\n"
+        "script: [{text: It is Paris.}]\n"
+        "expect: {status: completed, outcome_record: {final_message: It is Paris.}}\n"
+    )
+    code = """
+import sys
+from harness.cli import main
+try:
+    main(["run", "plain.yaml"])
+except SystemExit as stop:
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"jsonschema", "referencing"})
+    print(stop.code, loaded, file=sys.stderr)
+"""
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert "1 passed, 0 failed" in output.stdout
+    assert output.stderr.splitlines()[-1] == "0 []"
+
+
 @pytest.mark.parametrize("package", [harness, harness.cassettes], ids=lambda p: p.__name__)
 def test_the_lazy_table_all_and_the_type_checking_imports_agree(package: Any) -> None:
     """`_EXPORTS` is the one list; `__all__` and the imports type checkers read must match it."""

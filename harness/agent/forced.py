@@ -8,14 +8,17 @@ documented failure codes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jsonschema import Draft202012Validator
 from pydantic import JsonValue
 
 from harness.agent.definition import FINISH_TOOL
 from harness.agent.output import InvalidOutput, validate_output
 from harness.llm.models import LlmResponse
 from harness.protocol.forced import CompletionCode, ForcedCompletionState, ForcedTrigger
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 
 class ForcedCompletionExhausted(Exception):

@@ -1,24 +1,24 @@
-"""Terminal validation of structured output: the schema, then the Agent Completion module."""
+"""Terminal validation of structured output: the schema, then the Agent Completion module.
+
+`jsonschema` and `referencing` load the first time a schema is checked, so a run whose agents
+have no output schema never pays for them.
+"""
 
 from __future__ import annotations
 
 import functools
-import graphlib
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
 from pydantic import JsonValue
-from referencing import Registry, Resource
-from referencing.exceptions import Unresolvable, Unretrievable
-from referencing.jsonschema import DRAFT202012
 
 from harness.errors import IllegalArgumentException
 from harness.modules.completion import AgentCompletionModule
 
 if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.protocols import Validator
+    from referencing import Registry, Resource
     from referencing._core import Resolver  # documented, but exported only from here
 
 
@@ -47,6 +47,9 @@ def output_validator(schema: dict[str, JsonValue]) -> Draft202012Validator:
 
 @functools.lru_cache(maxsize=256)
 def _validator(canonical_schema: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     schema = json.loads(canonical_schema)
     try:
         Draft202012Validator.check_schema(schema)
@@ -55,7 +58,7 @@ def _validator(canonical_schema: str) -> Draft202012Validator:
             f"output_schema is not a valid JSON Schema (2020-12): {error.message}"
         ) from None
     _check_references(schema)
-    return Draft202012Validator(schema, registry=_OFFLINE)
+    return Draft202012Validator(schema, registry=_offline())
 
 
 class _NotFetched(Exception):
@@ -66,7 +69,14 @@ def _refuse_to_fetch(uri: str) -> Resource[Any]:
     raise _NotFetched(uri)
 
 
-_OFFLINE: Final[Registry[Any]] = Registry(retrieve=_refuse_to_fetch)  # type: ignore[call-arg]  # mypy does not read attrs' field alias
+@functools.cache
+def _offline() -> Registry[Any]:
+    """The registry every validator resolves references in: it retrieves nothing."""
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse_to_fetch)  # type: ignore[call-arg]  # mypy does not read attrs' field alias
+
+
 _REFERENCES: Final = ("$ref", "$dynamicRef")
 _DATA: Final = frozenset({"const", "default", "enum", "examples"})
 """Keywords whose values are instances, not schemas: a `$ref` key in them is data."""
@@ -83,9 +93,11 @@ _IN_PLACE: Final = frozenset(
 def _check_references(schema: object) -> None:
     """Resolve every reference in `schema` offline, and refuse reference cycles that never
     descend into the instance (see `output_validator`)."""
+    from referencing.jsonschema import DRAFT202012
+
     in_place: dict[int, list[int]] = {}
     pending: list[tuple[object, Resolver[Any]]] = [
-        (schema, _OFFLINE.resolver_with_root(DRAFT202012.create_resource(schema)))
+        (schema, _offline().resolver_with_root(DRAFT202012.create_resource(schema)))
     ]
     while pending:
         node, resolver = pending.pop()
@@ -122,6 +134,8 @@ def _check_references(schema: object) -> None:
 
 
 def _resolve(resolver: Resolver[Any], keyword: str, reference: str) -> object:
+    from referencing.exceptions import Unresolvable, Unretrievable
+
     try:
         return resolver.lookup(reference).contents
     except ValueError:  # urllib's parser refuses some texts (`http://[`) outright
@@ -141,6 +155,8 @@ def _resolve(resolver: Resolver[Any], keyword: str, reference: str) -> object:
 
 
 def _has_cycle(edges: dict[int, list[int]]) -> bool:
+    import graphlib
+
     try:
         graphlib.TopologicalSorter(edges).prepare()
     except graphlib.CycleError:
@@ -155,6 +171,8 @@ def validate_output(validator: Validator, arguments: str) -> JsonValue:
     an output the terminal module would refuse is refused here, while the model can still fix it.
     Output nested too deeply to parse or check is refused the same way.
     """
+    from referencing.exceptions import Unresolvable  # loaded with the validator
+
     try:
         return _validated(validator, arguments)
     except RecursionError:  # json and jsonschema recurse once per level of nesting
