@@ -6,7 +6,7 @@ import json
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from harness.errors import HarnessError
@@ -216,8 +216,10 @@ class ReportMergeError(HarnessError, ValueError):
 
 
 def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
-    """The JSON reports of several runs (shards) as one: every cell once, in the order given,
-    with the summary counted again."""
+    """The JSON reports of several runs (shards) as one: every cell once, with the summary
+    counted again, in the order one run of them all reports them (by scenario file, then by
+    line; a scenario's cells are in one shard, in their own order), whatever order the reports
+    are given in."""
     cells: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
     for path in paths:
@@ -225,6 +227,8 @@ def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
             report = json.loads(path.read_text(encoding="utf-8"))
             found = report["cells"]
             ids = [cell["id"] for cell in found]
+            for cell in found:
+                _run_position(cell)
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ReportMergeError(
                 f"{path}: not a harness run --json report ({type(error).__name__}); merge the "
@@ -238,6 +242,7 @@ def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
                 )
             seen[identifier] = path
             cells.append(cell)
+    cells.sort(key=_run_position)  # stable: a scenario's cells keep their order
     counts = _counts(
         (
             bool(cell["passed"]),
@@ -248,6 +253,15 @@ def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
         for cell in cells
     )
     return {"summary": counts, "cells": cells}
+
+
+def _run_position(cell: dict[str, Any]) -> tuple[PurePath, int]:
+    """Where a run reports `cell`: scenario files in path order (as `harness run` loads them),
+    then by line."""
+    line = cell["line"]
+    if not isinstance(line, int):
+        raise TypeError("line")
+    return PurePath(cell["file"]), line
 
 
 def write_report_json(report: dict[str, Any], path: Path) -> None:
