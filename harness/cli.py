@@ -675,11 +675,15 @@ def modules_show(name: str, as_json: bool) -> None:
             escape(description),
         )
     outputs = Table(title="outputs")
-    for column in ("output", "type", "condition", "description"):
+    for column in ("output", "type", "condition", "classification", "description"):
         outputs.add_column(column)
     for output in metadata.outputs:
         outputs.add_row(
-            output.name, escape(output.type), output.condition, escape(output.description)
+            output.name,
+            escape(output.type),
+            output.condition,
+            output.classification or "-",
+            escape(output.description),
         )
     configuration = Table(title="configuration")
     for column in ("field", "type", "default", "description"):

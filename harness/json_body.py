@@ -29,13 +29,30 @@ def parse_json_body(body: bytes | str | None) -> tuple[bool, Any]:
     ):
         return False, None
     try:
-        return True, json.loads(body, parse_constant=_not_a_json_number)
+        return True, strict_json(body)
     except (ValueError, UnicodeDecodeError):
         return False, None
 
 
+def strict_json(text: str | bytes) -> Any:
+    """`text` decoded as JSON as RFC 8259 defines it.
+
+    Raises `ValueError` (`json.JSONDecodeError` for a syntax error) for what Python's parser
+    accepts beyond JSON: `NaN`, `Infinity` and `-Infinity`, and a number too large for a 64-bit
+    float, which it reads as infinity. None of them can be written back as JSON.
+    """
+    return json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite_float)
+
+
 def _not_a_json_number(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is too large for a 64-bit float")
+    return value
 
 
 _JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

@@ -51,6 +51,7 @@ class OutputField(MetadataModel):
     type: str
     condition: str = Field(description="when it is written, e.g. Success")
     description: str
+    classification: Classification | None = None
 
 
 class ConfigurationField(MetadataModel):
@@ -158,12 +159,14 @@ def _completion() -> ModuleMetadata:
                 type="string",
                 condition="Success",
                 description="The validated answer copied without trimming or rewriting.",
+                classification="confidential",
             ),
             OutputField(
                 name="agentOutcome",
                 type="string",
                 condition="Success",
                 description="Always final_answer.",
+                classification="confidential",
             ),
         ),
         configuration=(),

@@ -119,6 +119,13 @@ def test_completion_declares_no_configuration_and_no_network() -> None:
     assert not COMPLETION.network.outbound
 
 
+def test_completion_classifies_its_input_and_its_outputs_confidential() -> None:
+    # "Security: input and output are classified confidential"
+    inputs = [field.classification for field in COMPLETION.inputs]
+    outputs = [field.classification for field in COMPLETION.outputs]
+    assert inputs + outputs == ["confidential"] * 3
+
+
 def test_decision_network_boundary_is_the_shared_gateway_on_server_hosts() -> None:
     text = contract_document(DECISION.source)
     assert "server-configured outbound network boundary" in text
@@ -169,6 +176,8 @@ def test_every_failure_code_and_retryability_is_the_errors() -> None:
 
 def test_the_modules_reference_their_metadata() -> None:
     assert AgentCompletionModule.metadata is COMPLETION
+    assert AgentCompletionModule().metadata is COMPLETION
+    assert decision.AgentDecisionModule.metadata is DECISION
     assert (AgentCompletionModule.name, AgentCompletionModule.version) == (
         "AgentCompletionModule",
         "2.0",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import JsonValue
 
 from harness.errors import IllegalArgumentException
+from harness.json_body import strict_json
 from harness.modules.completion import AgentCompletionModule
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def validate_output(validator: Validator, arguments: str) -> JsonValue:
 
 def _validated(validator: Validator, arguments: str) -> JsonValue:
     try:
-        value: Any = json.loads(arguments or "{}")
+        value: Any = strict_json(arguments or "{}")
     except ValueError:
         raise InvalidOutput(["the arguments are not valid JSON"]) from None
     problems = [

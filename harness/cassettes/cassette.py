@@ -67,7 +67,7 @@ from harness.files import (
     read_regular_file,
     regular_file_exists,
 )
-from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
+from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, strict_json
 from harness.lazy import ReadOnDemand
 from harness.protocol.canonical import canonical_json
 from harness.scrub import SIGNING_KEY_VARIABLE
@@ -757,24 +757,13 @@ def _exact_loads(path: Path, raw: bytes) -> Any:
     if json_nesting_depth(raw) > MAX_NESTING_DEPTH:
         raise CassetteFormatError(f"{path}: {_too_deep('the cassette JSON')}")
     try:
-        return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
+        return strict_json(text)
     except json.JSONDecodeError as error:
         raise CassetteFormatError(
             f"{path}:{error.lineno}:{error.colno}: cassette is not valid JSON: {error.msg}"
         ) from None
     except ValueError as error:  # from the hooks, or an integer of over 4,300 digits
         raise CassetteFormatError(f"{path}: cassette is not valid JSON: {error}") from None
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"the number {text[:40]} is too large for a 64-bit float")
-    return value
 
 
 _TOP_LEVEL_KEYS: Final = frozenset({"format", "metadata", "interactions", "signature"})

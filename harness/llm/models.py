@@ -9,11 +9,11 @@ persistence and is never rendered on the wire, since providers refuse unknown me
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, NonNegativeFloat, NonNegativeInt, PositiveInt
 
+from harness.json_body import strict_json
 from harness.protocol._base import WireModel
 from harness.protocol.outcome import AnyStopKind, LimitReached
 
@@ -42,8 +42,10 @@ class LlmToolCall(WireModel):
     arguments: str
 
     def parsed_arguments(self) -> JsonValue:
-        """The arguments decoded as JSON; raises `ValueError` when they are not valid JSON."""
-        value: JsonValue = json.loads(self.arguments or "{}")
+        """The arguments decoded as JSON; raises `ValueError` when they are not valid JSON
+        (`NaN`, `Infinity` and numbers beyond a 64-bit float included, which Python's parser
+        would accept)."""
+        value: JsonValue = strict_json(self.arguments or "{}")
         return value
 
 

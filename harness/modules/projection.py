@@ -23,6 +23,9 @@ MAX_ITEMS: Final = 64
 MAX_TEXT_UNITS: Final = 16_000
 MAX_STATE_CHARACTERS: Final = 600_000
 OMITTED_KEY: Final = "$omitted"
+_PLAIN_INT_BITS: Final = 2_000
+"""Integers up to this many bits (about 600 digits) are written as text whatever the
+interpreter's digit limit (4,300 by default, never below 640); longer ones are checked."""
 
 
 def omission(reason: str, count: int | None = None) -> dict[str, JsonValue]:
@@ -68,6 +71,8 @@ class _Projector:
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, int):
+            if value.bit_length() > _PLAIN_INT_BITS:
+                self._check_writable(value)
             return value
         if isinstance(value, float):
             if not math.isfinite(value):
@@ -109,6 +114,15 @@ class _Projector:
         if len(value) > MAX_ITEMS:
             result.append(omission("items", len(value) - MAX_ITEMS))
         return result
+
+    def _check_writable(self, value: int) -> None:
+        try:
+            str(value)
+        except ValueError:  # over the interpreter's digit limit (sys.set_int_max_str_digits)
+            raise self._unserialisable(
+                f"an integer of about {int(value.bit_length() * math.log10(2)):,} digits, too "
+                "long to write as JSON text"
+            ) from None
 
     def _unserialisable(self, what: str) -> IllegalArgumentException:
         return IllegalArgumentException(

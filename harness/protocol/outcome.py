@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, StrictBytes, StrictStr, TypeAdapter, ValidationError
+from pydantic.config import ExtraValues
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from harness.errors import EmptySessionIdError
@@ -198,12 +199,26 @@ class AgentOutcome(WireModel):
 
     @classmethod
     def from_payload(cls, payload: Payload) -> AgentOutcome:
-        """Decode a JSON result payload; a missing, extra or repeated key fails validation.
+        """Decode a JSON result payload; a missing, extra or repeated key fails validation."""
+        return cls.model_validate_json(payload.bytes)
 
-        A repeated key is refused, as the Rust definition's serde decoder refuses it, rather than letting the
-        last value win.
-        """
-        repeated = _repeated_keys(payload.bytes)
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Decode the record's JSON; a repeated key is refused, as the Rust definition's serde
+        decoder refuses it, rather than letting the last value win."""
+        data = (
+            json_data.encode("utf-8", "surrogatepass") if isinstance(json_data, str) else json_data
+        )
+        repeated = _repeated_keys(bytes(data))
         if repeated:
             raise ValidationError.from_exception_data(
                 cls.__name__,
@@ -218,7 +233,14 @@ class AgentOutcome(WireModel):
                     for key in repeated
                 ],
             )
-        return cls.model_validate_json(payload.bytes)
+        return super().model_validate_json(
+            json_data,
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
 
 
 def _repeated_keys(data: bytes) -> list[str]:

@@ -249,6 +249,22 @@ def test_each_failed_attempt_has_its_code_and_uses_budget(reply: LlmResponse, co
     assert calls_made == answered, "no tool call is left dangling"
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_output_json_cannot_hold_is_invalid_even_where_the_schema_takes_any_number(
+    number: str,
+) -> None:
+    scores = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
+    result = run(
+        agent(output_schema=scores, max_completion_retries=2),
+        text("Paris."),
+        call("__finish__", f'{{"score": {number}}}'),
+        call("__finish__", '{"score": 1.5}'),
+    )
+    assert result.status == "completed"
+    assert result.output == {"score": 1.5}
+    assert ("attempt_failed", 1, "framework_completion_invalid_output") in phases(result)
+
+
 def test_tool_choice_unsupported_fails_without_burning_attempts() -> None:
     refusal = ToolChoiceUnsupportedError(
         "cannot force", status=400, error_type="invalid_request_error"

@@ -276,6 +276,8 @@ def test_control_tools_become_ask_user_and_wait_approval(
     [
         (tool_reply(("shell_exec", '{"cmd": "rm -rf /"}')), "not in the catalog"),
         (tool_reply(("workflow_execution_inspect", '{"executionId": ')), "not valid JSON"),
+        (tool_reply(("workflow_execution_inspect", '{"executionId": NaN}')), "not valid JSON"),
+        (tool_reply(("workflow_execution_inspect", '{"limit": 1e999}')), "not valid JSON"),
         (tool_reply(("workflow_execution_inspect", '["release-42"]')), "not a JSON object"),
         (tool_reply(("agent_ask_user", '{"question": "?"}'), INSPECT), "must be the only call"),
         (tool_reply(("agent_ask_user", '{"question": 7}')), "non-empty string 'question'"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -134,12 +135,24 @@ def test_text_is_cut_in_utf16_units_without_splitting_a_pair() -> None:
         ({1: "int key"}, "key of type int"),
         ([float("nan")], "non-finite number"),
         ({"a": object()}, "type object"),
+        ({"n": [10**5_000]}, "integer of about 5,000 digits"),
     ],
 )
 def test_values_that_are_not_json_safe_are_named_not_echoed(value: Any, what: str) -> None:
     with pytest.raises(IllegalArgumentException, match=what) as caught:
         project(value, "agentObservation")
     assert "agentObservation" in str(caught.value)
+
+
+def test_long_integers_project_while_they_can_be_written() -> None:
+    assert project([10**700], "agentObservation") == [10**700]
+    limit = sys.get_int_max_str_digits()
+    try:
+        sys.set_int_max_str_digits(640)  # the lowest the interpreter allows
+        with pytest.raises(IllegalArgumentException, match="integer of about 700 digits"):
+            project([10**700], "agentObservation")
+    finally:
+        sys.set_int_max_str_digits(limit)
 
 
 @given(st.text(min_size=1, max_size=3))

@@ -144,6 +144,9 @@ def test_a_payload_repeating_a_key_does_not_decode() -> None:
     raw = b'{"text":"a","text":"b","final_message":"t","stop_reason":"end_turn","session_id":"s"}'
     with pytest.raises(ValidationError, match="the key 'text' appears more than once"):
         AgentOutcome.from_payload(Payload(content_type=ContentType.JSON, bytes=raw))
+    for json_data in (raw, raw.decode()):  # the pydantic entry point decodes the same way
+        with pytest.raises(ValidationError, match="the key 'text' appears more than once"):
+            AgentOutcome.model_validate_json(json_data)
     nested = b'{"text":"a","final_message":"t","stop_reason":"end_turn","session_id":"s","x":{}}'
     with pytest.raises(ValidationError, match="x"):  # still refused for the extra key
         AgentOutcome.from_payload(Payload(content_type=ContentType.JSON, bytes=nested))
