@@ -15,6 +15,7 @@ import harness
 import harness.cassettes
 import harness.llm
 import harness.protocol
+from benchmarks.startup import CASES
 
 
 def public_names(module: object) -> set[str]:
@@ -100,23 +101,12 @@ print(type(reply).__module__.split(".")[0], reply.json()["choices"][0]["message"
     assert output.stdout.splitlines() == ["completed []", "httpx Hi"]
 
 
-SCENARIO = """\
-name: capital
-stores: [memory]
-agent:
-  output_schema: {type: object, properties: {city: {type: string}}, required: [city]}
-script:
-  - text: It is Paris.
-  - tool_calls: [{name: __finish__, arguments: {city: Paris}}]
-expect: {status: completed, forced_calls: 1}
-"""
-
-
 def test_a_captured_one_scenario_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     """`harness run` with its output captured, on one OpenAI scenario in a folder with no
     pyproject.toml: no process pool, no progress bar, no TOML parser, no Anthropic adapter, and
     no module contract validated."""
-    (tmp_path / "capital.yaml").write_text(SCENARIO)
+    forced_completion = CASES[0]  # the cell the start-up benchmark times
+    (tmp_path / "capital.yaml").write_text(forced_completion.scenario)
     code = """
 import sys
 from harness.cli import main
