@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import time
@@ -195,59 +196,60 @@ def run(
     With --target or --target-cmd the cells run on your own implementation (see "Testing your
     own runtime" in the documentation); the harness checks what it answers and the requests it
     sent."""
-    from harness.cassettes.modes import RecordMode
-    from harness.scenarios import RunOptions, load_scenarios, run_cell
-    from harness.scenarios.library import select_cells
-    from harness.scenarios.parallel import LAST_RUN, Shard, worker_count
-    from harness.scenarios.report import (
-        check_report_paths,
-        summary,
-        write_json,
-        write_junit,
-    )
-    from harness.scenarios.run import keep_loaded
-    from harness.scenarios.select import compile_keyword
-    from harness.stores.timeouts import StoreTimeouts
-    from harness.stores.urls import check_store_url
+    with _loading():
+        from harness.cassettes.modes import RecordMode
+        from harness.scenarios import RunOptions, load_scenarios, run_cell
+        from harness.scenarios.library import select_cells
+        from harness.scenarios.parallel import LAST_RUN, Shard, worker_count
+        from harness.scenarios.report import (
+            check_report_paths,
+            summary,
+            write_json,
+            write_junit,
+        )
+        from harness.scenarios.run import keep_loaded
+        from harness.scenarios.select import compile_keyword
+        from harness.stores.timeouts import StoreTimeouts
+        from harness.stores.urls import check_store_url
 
-    console = Console()
-    options = RunOptions(
-        record_mode=RecordMode.parse(record_mode),
-        runtimes=runtimes,
-        stores=stores,
-        store_url=store_url,
-        strict_cassettes=strict_cassettes,
-        collect_detail=html_path is not None,
-    )
-    try:
-        compile_keyword(keyword)  # a bad -k expression exits 2 before anything loads
-        workers = worker_count(workers_text)
-        if shard is not None:
-            Shard.parse(shard)
-        if store_url:
-            check_store_url(store_url)
-        StoreTimeouts.from_environment()
-        check_report_paths({"--junit-xml": junit_xml, "--json": json_path, "--html": html_path})
-        loaded = load_scenarios(list(paths) or [Path("scenarios")])
-    except HarnessError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_INVALID)
-    cells = select_cells(loaded, options, keyword)
-    if not cells:
-        click.echo("error: no scenario cell matches the given paths and filters", err=True)
-        sys.exit(EXIT_INVALID)
-    try:
-        target_spec = _target_spec(target, target_cmd, compare_reference, cell_timeout)
-    except HarnessError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_INVALID)
-    try:
-        cells = _narrowed(cells, shard, last_failed, options)
-    except HarnessError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_INVALID)
-    if shard is not None and not cells:  # more shards than scenarios: nothing to do is a pass
-        console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
+        console = Console()
+        options = RunOptions(
+            record_mode=RecordMode.parse(record_mode),
+            runtimes=runtimes,
+            stores=stores,
+            store_url=store_url,
+            strict_cassettes=strict_cassettes,
+            collect_detail=html_path is not None,
+        )
+        try:
+            compile_keyword(keyword)  # a bad -k expression exits 2 before anything loads
+            workers = worker_count(workers_text)
+            if shard is not None:
+                Shard.parse(shard)
+            if store_url:
+                check_store_url(store_url)
+            StoreTimeouts.from_environment()
+            check_report_paths({"--junit-xml": junit_xml, "--json": json_path, "--html": html_path})
+            loaded = load_scenarios(list(paths) or [Path("scenarios")])
+        except HarnessError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(EXIT_INVALID)
+        cells = select_cells(loaded, options, keyword)
+        if not cells:
+            click.echo("error: no scenario cell matches the given paths and filters", err=True)
+            sys.exit(EXIT_INVALID)
+        try:
+            target_spec = _target_spec(target, target_cmd, compare_reference, cell_timeout)
+        except HarnessError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(EXIT_INVALID)
+        try:
+            cells = _narrowed(cells, shard, last_failed, options)
+        except HarnessError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(EXIT_INVALID)
+        if shard is not None and not cells:  # more shards than scenarios: nothing to do is a pass
+            console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
     results: list[CellResult] = []
     interrupted = False
     with (
@@ -873,6 +875,22 @@ def _narrowed(
         if failed:  # none failed: run them all, as pytest --last-failed does
             cells = [cell for cell in cells if cell.id in failed]
     return cells
+
+
+@contextlib.contextmanager
+def _loading() -> Iterator[None]:
+    """No garbage-collector passes while the harness and the scenario files load: all that loads
+    then (modules, classes, validators, scenarios) lives for the whole run, so a pass would only
+    walk it. When the block ends without an error, what it loaded is frozen out of later passes
+    (`keep_loaded` thaws it when the cells are done); the collector runs again however it ends."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()  # before the collector runs again: no pass over what just loaded
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import xml.etree.ElementTree as ElementTree
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+import harness.scenarios
 from harness.cli import main
+from harness.scenarios.load import LoadedScenario
 from harness.scenarios.select import KeywordError, compile_keyword
 from harness.stores.urls import default_store_url
 
@@ -68,6 +71,31 @@ def test_a_terminal_shows_the_progress_bar_and_a_captured_run_prints_only_the_re
     for result in (terminal, captured):
         assert result.exit_code == 1
         assert "2 passed, 1 failed" in result.output
+
+
+def test_no_collector_pass_runs_while_the_scenarios_load_and_it_runs_again_after(
+    scenarios: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collecting_while_loading: list[bool] = []
+    load = harness.scenarios.load_scenarios
+
+    def watched(paths: list[Path]) -> list[LoadedScenario]:
+        collecting_while_loading.append(gc.isenabled())
+        return load(paths)
+
+    monkeypatch.setattr(harness.scenarios, "load_scenarios", watched)
+    assert CliRunner().invoke(main, ["run", str(scenarios)]).exit_code == 1
+    (scenarios.parent / "broken.yaml").write_text("name: [", encoding="utf-8")
+    assert CliRunner().invoke(main, ["run", str(scenarios.parent)]).exit_code == 2
+    assert collecting_while_loading == [False, False]
+    assert gc.isenabled(), "the collector runs again however the command ends"
+    assert gc.get_freeze_count() == 0, "nothing the run loaded stays frozen"
+    gc.disable()
+    try:  # a caller that had switched it off keeps it off
+        CliRunner().invoke(main, ["run", str(scenarios)])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_k_selects_cells_and_options_filter_the_matrix(scenarios: Path) -> None:
