@@ -58,7 +58,7 @@ def parse_sse(text: str) -> list[SseEvent]:
     if block:
         events.append(_parse_block(block))
     # A block of only unknown fields carries nothing a client could observe.
-    return [event for event in events if event != _EMPTY]
+    return [event for event in events if _observable(event)]
 
 
 def _parse_block(lines: list[str]) -> SseEvent:
@@ -87,7 +87,16 @@ def _parse_block(lines: list[str]) -> SseEvent:
     )
 
 
-_EMPTY = SseEvent()
+def _observable(event: SseEvent) -> bool:
+    return any(
+        (
+            event.event is not None,
+            event.data is not None,
+            event.id is not None,
+            event.retry is not None,
+            event.comments,
+        )
+    )
 
 
 def render_sse(events: list[SseEvent]) -> bytes:

@@ -43,3 +43,10 @@ def test_fields_multiline_data_crlf_and_a_trailing_partial_block() -> None:
 
 def test_blocks_of_only_unknown_fields_are_dropped() -> None:
     assert parse_sse("foo: bar\n\ndata: x\n\n") == [SseEvent(data="x")]
+    kept = parse_sse("id: 1\n\nretry: 5\n\nevent: e\n\n: note\n\nfoo: bar\n\n")
+    assert kept == [
+        SseEvent(id="1"),
+        SseEvent(retry=5),
+        SseEvent(event="e"),
+        SseEvent(comments=(" note",)),
+    ], "any one field a client sees keeps its block"
