@@ -103,8 +103,8 @@ print(type(reply).__module__.split(".")[0], reply.json()["choices"][0]["message"
 
 def test_a_captured_one_scenario_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     """`harness run` with its output captured, on one OpenAI scenario in a folder with no
-    pyproject.toml: no process pool, no progress bar, no TOML parser, no Anthropic adapter, and
-    no module contract validated."""
+    pyproject.toml: no process pool, no progress bar, no TOML parser, no Anthropic adapter, nothing
+    of the decision module, and no module contract validated."""
     forced_completion = CASES[0]  # the cell the start-up benchmark times
     (tmp_path / "capital.yaml").write_text(forced_completion.scenario)
     code = """
@@ -113,7 +113,8 @@ from harness.cli import main
 try:
     main(["run", "capital.yaml"])
 except SystemExit as stop:
-    unused = ("multiprocessing", "concurrent", "rich.progress", "tomllib", "harness.llm.anthropic")
+    unused = ("multiprocessing", "concurrent", "rich.progress", "tomllib", "harness.llm.anthropic",
+              "harness.modules.catalog", "harness.modules.models_acl", "harness.modules.decision")
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in unused or m in unused)
     contracts = [n for n in ("COMPLETION", "DECISION", "MODULES") if n in vars(sys.modules["harness.metadata"])]
     print(stop.code, loaded, contracts, file=sys.stderr)

@@ -15,13 +15,13 @@ from harness.agent.tools import ApprovalPolicy
 from harness.cassettes.modes import RecordMode
 from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptTransport
-from harness.modules.catalog import PolicyUnavailableError, ToolCatalog
-from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
 from harness.providers import Provider
 from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
 
 if TYPE_CHECKING:
     from harness.cassettes.transport import CassetteTransport
+    from harness.modules.catalog import ToolCatalog
+    from harness.modules.models_acl import AuthenticatedSession, LlmDetailsService
 
 
 def reasoning(value: str | None) -> Reasoning | None:
@@ -154,6 +154,8 @@ def transport(
 
 
 def models_service(scenario: Scenario) -> LlmDetailsService:
+    from harness.modules.models_acl import LlmDetails, LlmDetailsService  # decision scenarios only
+
     return LlmDetailsService.of(
         LlmDetails(
             id=spec.id,
@@ -167,6 +169,8 @@ def models_service(scenario: Scenario) -> LlmDetailsService:
 
 
 def session(scenario: Scenario) -> AuthenticatedSession:
+    from harness.modules.models_acl import AuthenticatedSession  # decision scenarios only
+
     spec = scenario.session
     if spec is None:
         return AuthenticatedSession(principal="alice")
@@ -186,6 +190,8 @@ class ScenarioToolPolicy:
     def filter(
         self, catalog: ToolCatalog, *, task: JsonValue, session: AuthenticatedSession
     ) -> ToolCatalog:
+        from harness.modules.catalog import PolicyUnavailableError, ToolCatalog
+
         if not self.spec.available:
             raise PolicyUnavailableError
         if self.spec.allow is None:

@@ -19,7 +19,6 @@ from harness.errors import HarnessError, StoreUnavailableError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptTransport
 from harness.modules.completion import AgentCompletionModule
-from harness.modules.models_acl import LlmDetails
 from harness.runtimes.base import Fault, RuntimeOptions
 from harness.runtimes.run import run_agent
 from harness.scenarios import build
@@ -38,6 +37,7 @@ from harness.workflow import run_workflow
 
 if TYPE_CHECKING:
     from harness.cassettes.transport import CassetteTransport
+    from harness.modules.models_acl import LlmDetails
 
 _T = TypeVar("_T")
 
