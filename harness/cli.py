@@ -602,11 +602,21 @@ def cassettes_diff(a: Path, b: Path) -> None:
     type=_Path(path_type=Path, file_okay=False),
     help="Folder for the converted harness-cassette/1 files (relative paths are kept).",
 )
-def cassettes_import_vcr(sources: tuple[Path, ...], out_dir: Path) -> None:
+@click.option(
+    "--anthropic-version",
+    metavar="VERSION",
+    help="Key Anthropic requests recorded without an anthropic-version header (a recorder that "
+    "filters anthropic-* headers drops it) with VERSION: the one the replaying client sends.",
+)
+def cassettes_import_vcr(
+    sources: tuple[Path, ...], out_dir: Path, anthropic_version: str | None
+) -> None:
     """Convert vcrpy YAML cassettes (standard or parsed_body form) into harness cassettes."""
     from harness.cassettes.vcr import import_vcr
 
-    report = _or_invalid(lambda: import_vcr(list(sources), out_dir))
+    report = _or_invalid(
+        lambda: import_vcr(list(sources), out_dir, anthropic_version=anthropic_version)
+    )
     click.echo(report.summary())
 
 

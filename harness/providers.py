@@ -11,6 +11,8 @@ from typing import Final, Literal, get_args
 Provider = Literal["openai", "anthropic"]
 """OpenAI Chat Completions (and OpenAI-compatible APIs) and Anthropic Messages."""
 PROVIDERS: Final[tuple[Provider, ...]] = get_args(Provider)
+ANTHROPIC_VERSION: Final = "2023-06-01"
+"""The `anthropic-version` header the Anthropic API requires, as every Anthropic SDK sends it."""
 
 
 def detect_provider(path: str) -> Provider | None:

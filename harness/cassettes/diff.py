@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from harness.cassettes.key import keyed_headers
 from harness.errors import CassetteMissError
 from harness.json_body import parse_json_body
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
@@ -73,6 +74,7 @@ def explain_miss(
     placeholder is not reported as a difference.
     """
     parts = urlsplit(url)
+    headers = list(headers)
     scrubber = scrubber.for_request(headers, parts.query, body)
     path = scrubber.path(parts.path or "/")
     query = scrubber.query(parts.query)
@@ -89,8 +91,14 @@ def explain_miss(
         f"in record mode {mode!r}."
     ]
     requested = _view(query, body, scrubber)
+    sent_headers = keyed_headers(headers)
     candidates = [
-        (index, interaction, _request_diff(_view(i.query, i.body_bytes(), scrubber), requested))
+        (
+            index,
+            interaction,
+            _request_diff(_view(i.query, i.body_bytes(), scrubber), requested)
+            + _header_diff(keyed_headers(i.headers), sent_headers, scrubber),
+        )
         for index, interaction in enumerate(cassette.interactions)
         if (i := interaction.request).method == method.upper() and i.path == path
     ]
@@ -115,8 +123,7 @@ def explain_miss(
             lines.append(f"  ... and {len(best) - MAX_DIFF_LINES} more")
         if not best:
             lines.append(
-                "  (none in the query or body: a keyed header such as anthropic-version, or "
-                "the volatile-field setting, differs)"
+                "  (none in the query, body or keyed headers: the volatile-field setting differs)"
             )
     lines.append(
         "If the request changed on purpose, re-record: record mode 'new_episodes' appends the "
@@ -144,6 +151,21 @@ def _request_diff(
         before, after = urlencode(recorded[0], safe="[]"), urlencode(requested[0], safe="[]")
         lines.append(f"query: {before!r} -> {after!r}")
     return lines
+
+
+def _header_diff(
+    recorded: dict[str, str], requested: dict[str, str], scrubber: Scrubber
+) -> list[str]:
+    """A line per keyed header (`anthropic-version`, ...) whose value differs."""
+
+    def shown(value: str | None) -> str:
+        return "(absent)" if value is None else repr(scrubber.text(value))
+
+    return [
+        f"header {name}: {shown(recorded.get(name))} -> {shown(requested.get(name))}"
+        for name in sorted(recorded.keys() | requested.keys())
+        if recorded.get(name) != requested.get(name)
+    ]
 
 
 def _items(count: int) -> str:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,7 +75,7 @@ from harness.cassettes.record import Recorder
 from harness.cassettes.store import lock_for
 from harness.errors import CassetteError, CassetteFormatError
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
-from harness.providers import detect_provider
+from harness.providers import ANTHROPIC_VERSION, detect_provider
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
 MATCHER_NAME: Final = "request_hash"
@@ -440,6 +441,9 @@ class ImportedCassette:
     output: Path
     interactions: int
     written: bool
+    without_version: int = 0
+    """Anthropic requests recorded without an `anthropic-version` header (the recorder filtered
+    it out: the API refuses a request without one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -448,6 +452,8 @@ class ImportReport:
 
     out_dir: Path
     cassettes: tuple[ImportedCassette, ...]
+    anthropic_version: str | None = None
+    """What requests recorded without `anthropic-version` were keyed with (None: nothing)."""
 
     @property
     def file_count(self) -> int:
@@ -459,15 +465,34 @@ class ImportReport:
 
     def summary(self) -> str:
         unchanged = sum(not cassette.written for cassette in self.cassettes)
-        return (
+        lines = [
             f"converted {self.file_count} vcrpy cassette(s) with {self.interaction_count} "
             f"interaction(s) into {self.out_dir}"
             + (f" ({unchanged} already up to date)" if unchanged else "")
-        )
+        ]
+        missing = sum(cassette.without_version for cassette in self.cassettes)
+        if missing and self.anthropic_version is not None:
+            lines.append(
+                f"{missing} Anthropic request(s) recorded without an anthropic-version header "
+                f"are keyed with anthropic-version {self.anthropic_version}"
+            )
+        elif missing:
+            lines.append(
+                f"warning: {missing} Anthropic request(s) were recorded without an "
+                "anthropic-version header (the recorder filtered it out), so a client that sends "
+                "one misses them: import again with --anthropic-version set to the version your "
+                "client sends (an Anthropic SDK client's default_headers['anthropic-version']; "
+                f"the harness's own gateway sends {ANTHROPIC_VERSION})"
+            )
+        return "\n".join(lines)
 
 
 def import_vcr(
-    sources: Sequence[Path], out_dir: Path, *, scrubber: Scrubber = DEFAULT_SCRUBBER
+    sources: Sequence[Path],
+    out_dir: Path,
+    *,
+    scrubber: Scrubber = DEFAULT_SCRUBBER,
+    anthropic_version: str | None = None,
 ) -> ImportReport:
     """Convert vcrpy YAML cassettes into `harness-cassette/1` files under `out_dir`.
 
@@ -480,27 +505,45 @@ def import_vcr(
     headers are dropped, compressed bodies decoded, streams split into SSE events, and secrets,
     cookies and OpenAI organisation/project ids scrubbed, as `CassetteTransport` records them.
 
+    `anthropic-version` is part of a request's key, and the Anthropic API refuses a request
+    without one, so an Anthropic request recorded without it lost it to the recorder's header
+    filter (pydantic-ai's recordings filter every `anthropic-*` header). With
+    `anthropic_version`, such requests are keyed as sent with that version, the one the client
+    that will replay them sends; without it they are kept as recorded, and the report counts
+    them.
+
     Every source is converted before anything is written, so a source that is not a vcrpy
     cassette raises `CassetteFormatError` naming the file (and the interaction and field) and
     leaves `out_dir` untouched. An output whose content would not change is not rewritten.
     """
     out_dir = Path(out_dir)
+    if anthropic_version is not None and not _HEADER_VALUE.fullmatch(anthropic_version):
+        raise VcrImportError(
+            f"expected an anthropic-version such as {ANTHROPIC_VERSION} but got "
+            f"anthropic_version={anthropic_version!r}"
+        )
     converted = [
-        (source, output, _convert_vcr_file(source, _recorder(output, scrubber)))
+        (source, output, *_convert_vcr_file(source, _recorder(output, scrubber), anthropic_version))
         for source, output in _plan_outputs(sources, out_dir)
     ]
     return ImportReport(
         out_dir=out_dir,
+        anthropic_version=anthropic_version,
         cassettes=tuple(
             ImportedCassette(
                 source=source,
                 output=output,
                 interactions=len(interactions),
                 written=_write_cassette(output, interactions),
+                without_version=without_version,
             )
-            for source, output, interactions in converted
+            for source, output, interactions, without_version in converted
         ),
     )
+
+
+_HEADER_VALUE: Final = re.compile(r"[!-~]+")
+"""A header value of printable ASCII, without spaces."""
 
 
 def _plan_outputs(sources: Sequence[Path], out_dir: Path) -> list[tuple[Path, Path]]:
@@ -539,7 +582,10 @@ def _plan_outputs(sources: Sequence[Path], out_dir: Path) -> list[tuple[Path, Pa
     return [(source, output) for output, source in planned.items()]
 
 
-def _convert_vcr_file(path: Path, recorder: Recorder) -> list[Interaction]:
+def _convert_vcr_file(
+    path: Path, recorder: Recorder, anthropic_version: str | None
+) -> tuple[list[Interaction], int]:
+    """The file's interactions, and how many Anthropic requests had no `anthropic-version`."""
     data = _load_yaml(path)
     if isinstance(data, list) and data and isinstance(data[0], dict) and "request" in data[0]:
         raise CassetteFormatError(
@@ -562,19 +608,32 @@ def _convert_vcr_file(path: Path, recorder: Recorder) -> list[Interaction]:
             f"(keys: {', '.join(sorted(cassette.metadata))}); remove it before importing"
         )
     pairs: list[tuple[str, httpx.Request, VcrResponseRecord]] = []
+    without_version = 0
     for index, interaction in enumerate(cassette.interactions):
+        headers = interaction.request.header_pairs()
         try:
             request = httpx.Request(
                 interaction.request.method,
                 interaction.request.uri,
-                headers=interaction.request.header_pairs(),
+                headers=headers,
                 content=interaction.request.body_bytes(),
             )
+            if _lacks_anthropic_version(request):
+                without_version += 1
+                if anthropic_version is not None:
+                    request.headers["anthropic-version"] = anthropic_version
         except (ValueError, httpx.InvalidURL) as error:
             raise CassetteFormatError(f"{path}: interaction #{index} request: {error}") from None
         _check_nesting(path, f"interaction #{index} request", request.content)
         pairs.append((recorder.key_for(request), request, interaction.response))
-    return _build_interactions(path, recorder, pairs)
+    return _build_interactions(path, recorder, pairs), without_version
+
+
+def _lacks_anthropic_version(request: httpx.Request) -> bool:
+    return (
+        detect_provider(request.url.path) == "anthropic"
+        and "anthropic-version" not in request.headers
+    )
 
 
 VCR_YAML_LIMITS: Final = YamlLimits(

@@ -87,10 +87,10 @@ from harness.llm.models import (
     tool_forced_by,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
+from harness.providers import ANTHROPIC_VERSION
 
 PROVIDER: Final = "anthropic"
 MESSAGES_PATH: Final = "/v1/messages"
-ANTHROPIC_VERSION: Final = "2023-06-01"
 DEFAULT_MAX_TOKENS: Final = 4096
 """`max_tokens` when the request leaves it unset (Messages requires it)."""
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import httpx2
 import pytest
@@ -207,6 +208,9 @@ def interaction(request: dict[str, Any], response: dict[str, Any] | None = None)
 
 
 CHAT = "https://api.openai.com/v1/chat/completions"
+ANTHROPIC = "https://api.anthropic.com/v1/messages"
+USER_TEXT = "Capital of France?"
+USER = {"role": "user", "content": USER_TEXT}
 STREAM = (
     ': OPENROUTER PROCESSING\n\ndata: {"n":1}\n\nevent: delta\ndata: {"n":2        }\n\n'
     "data: [DONE]\n\n"
@@ -296,6 +300,77 @@ def test_every_body_form_is_keyed_like_the_request_the_client_sent(tmp_path: Pat
             if index == 2:  # the cassette stores the body decoded
                 expected["body"] = {"string": b"stored, compressed"}
             assert_same_answer(expected, response, chunks, f"form #{index}")
+
+
+def ask(client: anthropic.Anthropic) -> str:
+    message = client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": USER_TEXT}]
+    )
+    block = message.content[0]
+    assert isinstance(block, anthropic.types.TextBlock)
+    return block.text
+
+
+def test_an_anthropic_request_recorded_without_its_version_replays_to_the_sdk(
+    tmp_path: Path,
+) -> None:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [USER]}
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Paris."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 9, "output_tokens": 2},
+    }
+    reply = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {"content-type": ["application/json"]},
+        "body": {"string": json.dumps(answer)},
+    }
+    filtered = interaction(
+        {"method": "POST", "uri": ANTHROPIC, "parsed_body": body}, reply
+    )  # as pydantic-ai records: every anthropic-* header filtered out
+    pinned = interaction(
+        {
+            "method": "POST",
+            "uri": ANTHROPIC,
+            "headers": {"anthropic-version": ["2023-01-01"]},
+            "parsed_body": {**body, "max_tokens": 32},
+        },
+        reply,
+    )
+    source = write_yaml(
+        tmp_path / "claude.yaml", {"interactions": [filtered, pinned], "version": 1}
+    )
+
+    sdk = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0)
+    version = sdk.default_headers["anthropic-version"]
+    assert isinstance(version, str)
+
+    as_recorded = import_vcr([source], tmp_path / "as-recorded")
+    keyed = import_vcr([source], tmp_path / "keyed", anthropic_version=version)
+
+    assert [c.without_version for c in (*as_recorded.cassettes, *keyed.cassettes)] == [1, 1]
+    assert "warning: 1 Anthropic request(s) were recorded without an anthropic-version header" in (
+        as_recorded.summary()
+    )
+    assert f"are keyed with anthropic-version {version}" in keyed.summary()
+    stored = json.loads((tmp_path / "keyed" / "claude.json").read_text(encoding="utf-8"))
+    versions = [i["request"]["headers"]["anthropic-version"] for i in stored["interactions"]]
+    assert versions == [version, "2023-01-01"], "a recorded version is kept as it is"
+    transport = CassetteTransport(tmp_path / "as-recorded" / "claude.json")
+    with sdk.with_options(http_client=httpx2.Client(transport=transport)) as client:
+        with pytest.raises(anthropic.APIConnectionError) as missed:
+            ask(client)
+    assert f"header anthropic-version: (absent) -> '{version}'" in str(missed.value.__cause__)
+    transport = CassetteTransport(tmp_path / "keyed" / "claude.json")
+    with sdk.with_options(http_client=httpx2.Client(transport=transport)) as client:
+        assert ask(client) == "Paris."  # the SDK's own headers: nothing left out
+    with pytest.raises(VcrImportError, match="expected an anthropic-version such as"):
+        import_vcr([source], tmp_path / "bad", anthropic_version="2023-06-01\r\nx: y")
 
 
 def test_identical_requests_keep_their_answers_in_order(tmp_path: Path) -> None:
@@ -495,6 +570,19 @@ def test_the_import_vcr_command(tmp_path: Path) -> None:
     )
     assert missing.exit_code == 2
     assert "Traceback" not in missing.output
+    claude = write_yaml(
+        tmp_path / "src" / "claude.yaml",
+        {"interactions": [interaction({"method": "POST", "uri": ANTHROPIC, "body": "{}"})]},
+    )
+    command = ["cassettes", "import-vcr", str(claude), "--out", str(tmp_path / "claude")]
+    warned = runner.invoke(main, command)
+    assert warned.exit_code == 0, warned.output
+    assert "import again with --anthropic-version" in warned.output
+    keyed = runner.invoke(main, [*command, "--anthropic-version", "2026-10-21"])
+    assert "are keyed with anthropic-version 2026-10-21" in keyed.output
+    refused = runner.invoke(main, [*command, "--anthropic-version", "2026 10 21"])
+    assert refused.exit_code == 2
+    assert "expected an anthropic-version such as 2023-06-01" in refused.output
 
 
 def vcr_file(path: Path, interactions: Any) -> Path:
