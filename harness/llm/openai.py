@@ -592,11 +592,13 @@ class _StreamState:
     def add_tool_call_fragment(self, value: JsonValue, position: int) -> None:
         path = f"choices[0].delta.tool_calls[{position}]"
         fragment = _READER.object(value, path)
-        index = fragment.get("index", position)
+        call_id = _READER.optional_string(fragment.get("id"), f"{path}.id")
+        index = fragment.get("index")
+        if index is None:
+            index = self._implied_index(call_id, position)
         if isinstance(index, bool) or not isinstance(index, int):
             raise _READER.invalid(f"{path}.index", "an integer", index)
         call = self.calls.setdefault(index, _PartialToolCall())
-        call_id = _READER.optional_string(fragment.get("id"), f"{path}.id")
         if call_id and not call.id:
             call.id = call_id
         function = _READER.optional_object(fragment.get("function"), f"{path}.function") or {}
@@ -606,6 +608,17 @@ class _StreamState:
         arguments = _READER.optional_string(function.get("arguments"), f"{path}.function.arguments")
         if arguments:
             call.arguments.append(arguments)
+
+    def _implied_index(self, call_id: str | None, position: int) -> int:
+        """The index of a fragment that carries none, as Gemini's and other OpenAI-compatible
+        streams send them: a chunk's later entries, and an entry whose id is not the last
+        call's, start a new call; anything else continues the last call."""
+        if not self.calls:
+            return position
+        last = max(self.calls)
+        if position > 0 or (call_id and call_id != self.calls[last].id):
+            return last + 1
+        return last
 
     def response(self, raw: list[JsonValue]) -> LlmResponse:
         if self.finish_reason is None:

@@ -113,6 +113,19 @@ def openai_stream(body: dict[str, Any], *, pieces: int = 3) -> list[SseEvent]:
     return events
 
 
+def without_indexes(events: list[SseEvent]) -> list[SseEvent]:
+    """The stream as Gemini's OpenAI-compatible API sends it: tool-call fragments carry no
+    `index`."""
+    unindexed = []
+    for event in events:
+        data = json.loads(event.data or "null") if event.data != "[DONE]" else None
+        for choice in (data or {}).get("choices", []):
+            for fragment in choice["delta"].get("tool_calls", []):
+                fragment.pop("index")
+        unindexed.append(SseEvent(data=json.dumps(data)) if data else event)
+    return unindexed
+
+
 def _split(text: str, pieces: int) -> list[str]:
     size = max(1, -(-len(text) // pieces))
     return [text[start : start + size] for start in range(0, len(text), size)]
@@ -198,6 +211,50 @@ def test_openai_two_parallel_tool_calls_keep_their_order_and_ids(mode: Mode) -> 
         ("call_1", "f1", {"n": 1}),
     ]
     assert response.stop == ToolUse()
+
+
+def test_streamed_tool_calls_without_indexes_stay_apart() -> None:
+    calls = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": f"f{n}", "arguments": f'{{"n":{n}}}'},
+        }
+        for n in range(3)
+    ]
+    body = openai_body(finish_reason="tool_calls", tool_calls=calls)
+    events = without_indexes(openai_stream(body))
+    fragments = [
+        fragment
+        for event in events
+        if event.data != "[DONE]"
+        for choice in json.loads(event.data or "{}")["choices"]
+        for fragment in choice["delta"].get("tool_calls", [])
+    ]
+    assert fragments
+    assert all("index" not in fragment for fragment in fragments)
+
+    response = openai.parse_stream(events)
+
+    assert [(c.id, c.name, c.parsed_arguments()) for c in response.tool_calls] == [
+        (f"call_{n}", f"f{n}", {"n": n}) for n in range(3)
+    ]
+    call = {"id": "call_a", "function": {"name": "f", "arguments": "{}"}}
+    whole = SseEvent(  # two whole calls in one chunk, without indexes
+        data=json.dumps(
+            {
+                "id": "chatcmpl-1",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"tool_calls": [call, {**call, "id": "call_b"}]},
+                        "finish_reason": "tool_calls",
+                    }
+                ],
+            }
+        )
+    )
+    assert [c.id for c in openai.parse_stream([whole]).tool_calls] == ["call_a", "call_b"]
 
 
 def test_openai_refusal_is_kept_in_metadata() -> None:
