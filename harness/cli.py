@@ -529,15 +529,17 @@ def cassettes_verify(paths: tuple[Path, ...]) -> None:
 @click.argument("path", type=_Path(path_type=Path, exists=True, dir_okay=False))
 def cassettes_show(path: Path) -> None:
     """One line per interaction: index, request, key, occurrence, status and body kind."""
+    from rich.markup import escape
+
     from harness.cassettes.review import show
 
-    table = Table(title=str(path))
+    table = Table(title=escape(str(path)))
     for column in ("#", "request", "key", "occ", "status", "body"):
         table.add_column(column)
     for row in _or_invalid(lambda: show(path)):
         table.add_row(
             str(row.index),
-            f"{row.method} {row.path}",
+            escape(f"{row.method} {row.path}"),
             row.key[:19],
             str(row.occurrence),
             str(row.status),
@@ -550,6 +552,8 @@ def cassettes_show(path: Path) -> None:
 @click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, exists=True))
 def cassettes_stats(paths: tuple[Path, ...]) -> None:
     """Counts per cassette: interactions, keys, repeats, streams, size, endpoints, statuses."""
+    from rich.markup import escape
+
     from harness.cassettes.review import cassette_files, stats
 
     table = Table(title="cassette stats")
@@ -558,7 +562,7 @@ def cassettes_stats(paths: tuple[Path, ...]) -> None:
     for path in _or_invalid(lambda: cassette_files(paths)):
         result = _or_invalid(partial(stats, path))
         table.add_row(
-            str(path),
+            escape(str(path)),
             result.provider or "-",
             str(result.interactions),
             str(result.unique_keys),

@@ -213,6 +213,23 @@ def test_cli_show_stats_and_diff(tmp_path: Path) -> None:
     assert "expected a JSON object" in invalid.output
 
 
+def test_cli_show_and_stats_print_bracketed_names_as_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest parametrize ids put brackets in cassette names, which rich would read as markup."""
+    monkeypatch.chdir(tmp_path)
+    Path("x[").mkdir()
+    record(Path("x[/c[a].json"), [chat("x")])
+    Path("x[/b].json").write_bytes(Path("x[/c[a].json").read_bytes())
+    runner = CliRunner()
+    shown = runner.invoke(main, ["cassettes", "show", "x[/c[a].json"])
+    listed = runner.invoke(main, ["cassettes", "stats", "x["])
+    for result in (shown, listed):
+        assert result.exit_code == 0, result.output
+        assert "x[/c[a].json" in result.output
+    assert "x[/b].json" in listed.output
+
+
 def test_integers_beyond_64_bits_survive_exactly(cassette_path: Path) -> None:
     huge = 123456789012345678901234567890
 
