@@ -233,9 +233,16 @@ def parse_request(body: JsonValue) -> LlmRequest:
     `user`, `stream_options`, `logprobs`, ...). Raises `RequestFormatError` naming the field for
     anything else: a body that is not an object, no `model` or `messages`, a field of the wrong
     JSON type, a role, tool choice or reasoning effort outside those listed, a number out of
-    range (`reasoning_effort: "none"` reads as `ReasoningDisabled`).
+    range (`reasoning_effort: "none"` reads as `ReasoningDisabled`), and the deprecated
+    `functions` / `function_call` API, which would otherwise be read as a request with no tools.
     """
     request = _REQUEST.object(body, "body")
+    for legacy in ("functions", "function_call"):
+        if request.get(legacy) is not None:
+            raise _REQUEST.error(
+                f"`{legacy}` is the deprecated function-calling API, which the harness does not "
+                "read; send `tools` and `tool_choice` instead"
+            )
     model = _REQUEST.name(request.get("model"), "model", longest=None)
     if "messages" not in request and "input" in request:
         return _parse_responses_request(request, model)
@@ -463,6 +470,13 @@ def _parse_input(value: JsonValue) -> tuple[list[str], list[Message]]:
     return system, messages
 
 
+def _legacy_function_call(field: str) -> AgentDecisionCallException:
+    return _READER.error(
+        f"the reply calls a function through the deprecated function-calling API (`{field}`), "
+        "which the harness does not read; send `tools` instead of `functions`"
+    )
+
+
 def parse_response(payload: JsonValue) -> LlmResponse:
     """A plain JSON Chat Completions reply as a neutral response.
 
@@ -478,6 +492,8 @@ def parse_response(payload: JsonValue) -> LlmResponse:
         raise _READER.incomplete("choices", "the reply has no choices")
     choice = _READER.object(choices[0], "choices[0]")
     message = _READER.object(choice.get("message"), "choices[0].message")
+    if message.get("function_call") is not None:
+        raise _legacy_function_call("choices[0].message.function_call")
     text = _READER.optional_string(message.get("content"), "choices[0].message.content")
     refusal = _READER.optional_string(message.get("refusal"), "choices[0].message.refusal")
     calls = _READER.optional_array(message.get("tool_calls"), "choices[0].message.tool_calls")
@@ -580,6 +596,8 @@ class _StreamState:
         refusal = _READER.optional_string(delta.get("refusal"), "choices[0].delta.refusal")
         if refusal:
             self.refusal.append(refusal)
+        if delta.get("function_call") is not None:
+            raise _legacy_function_call("choices[0].delta.function_call")
         fragments = _READER.optional_array(delta.get("tool_calls"), "choices[0].delta.tool_calls")
         for position, fragment in enumerate(fragments):
             self.add_tool_call_fragment(fragment, position)

@@ -291,6 +291,18 @@ def test_openai_in_band_stream_error_raises_with_the_provider_type() -> None:
     assert "Upstream failed" in str(raised.value)
 
 
+def test_a_legacy_function_call_reply_is_refused_not_dropped() -> None:
+    call = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    body = openai_body(finish_reason="function_call", content=None)
+    body["choices"][0]["message"]["function_call"] = call
+    delta = {"id": "c", "choices": [{"index": 0, "delta": {"function_call": call}}]}
+
+    with pytest.raises(AgentDecisionCallException, match="deprecated function-calling API"):
+        openai.parse_response(body)
+    with pytest.raises(AgentDecisionCallException, match="deprecated function-calling API"):
+        openai.parse_stream([SseEvent(data=json.dumps(delta))])
+
+
 def test_openai_error_body_with_status_200_raises() -> None:
     with pytest.raises(AgentDecisionCallException) as raised:
         openai.parse_response({"error": {"code": 429, "message": "Rate limit exceeded"}})

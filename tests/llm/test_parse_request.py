@@ -86,6 +86,20 @@ def test_the_system_prompt_comes_back_as_one_wire_fragment() -> None:
 # -- what each adapter reads -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("legacy", ["functions", "function_call"])
+def test_openai_refuses_the_legacy_function_calling_api_by_name(legacy: str) -> None:
+    body: dict[str, JsonValue] = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Weather?"}],
+        "functions": [{"name": "get_weather", "parameters": {"type": "object"}}],
+        "function_call": "auto",
+    }
+    if legacy == "function_call":
+        del body["functions"]
+    with pytest.raises(RequestFormatError, match=f"`{legacy}` is the deprecated"):
+        openai.parse_request(body)
+
+
 def test_openai_reads_every_field_of_a_chat_body() -> None:
     body: dict[str, Any] = {
         "model": "gpt-4.1",
