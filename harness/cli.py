@@ -238,16 +238,10 @@ def run(
         if not cells:
             click.echo("error: no scenario cell matches the given paths and filters", err=True)
             sys.exit(EXIT_INVALID)
-        try:
-            target_spec = _target_spec(target, target_cmd, compare_reference, cell_timeout)
-        except HarnessError as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(EXIT_INVALID)
-        try:
-            cells = _narrowed(cells, shard, last_failed, options)
-        except HarnessError as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(EXIT_INVALID)
+        target_spec = _or_invalid(
+            lambda: _target_spec(target, target_cmd, compare_reference, cell_timeout)
+        )
+        cells = _or_invalid(partial(_narrowed, cells, shard, last_failed, options))
         if shard is not None and not cells:  # more shards than scenarios: nothing to do is a pass
             console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
     results: list[CellResult] = []

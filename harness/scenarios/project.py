@@ -4,7 +4,10 @@ run, so it loads nothing of the target machinery unless a target is configured."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.targets import TargetSpecError
 
 
 def configured_target(pyproject: Path) -> str | None:
@@ -14,26 +17,24 @@ def configured_target(pyproject: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        return _unreadable(pyproject, error)
+        raise _refusal(f"{pyproject}: cannot read [tool.harness] ({error})") from None
     import tomllib  # only a folder with a pyproject.toml loads the parser
 
     try:
         with file:
             config = tomllib.load(file)
     except (OSError, tomllib.TOMLDecodeError) as error:
-        return _unreadable(pyproject, error)
+        raise _refusal(f"{pyproject}: cannot read [tool.harness] ({error})") from None
     target = config.get("tool", {}).get("harness", {}).get("target")
     if target is not None and not isinstance(target, str):
-        from harness.targets import TargetSpecError
-
-        raise TargetSpecError(
+        raise _refusal(
             f"{pyproject}: [tool.harness] target must be a string such as "
             '"my_pkg.harness_target:run"'
         )
     return target
 
 
-def _unreadable(pyproject: Path, error: Exception) -> NoReturn:
-    from harness.targets import TargetSpecError
+def _refusal(message: str) -> TargetSpecError:
+    from harness.targets import TargetSpecError  # the target machinery loads only on a refusal
 
-    raise TargetSpecError(f"{pyproject}: cannot read [tool.harness] ({error})") from None
+    return TargetSpecError(message)
