@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.cassette_replay
 	$(BIN)/python -m benchmarks.scenario_library
 	$(BIN)/python -m benchmarks.serve_load
+	$(BIN)/python -m benchmarks.serve_memory
 	$(BIN)/python -m benchmarks.target_overhead
 	$(BIN)/python -m benchmarks.parallel_run
 	$(BIN)/python -m benchmarks.startup

@@ -73,6 +73,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
     A path where something other than a regular file exists (a folder, FIFO, socket, device)
     raises `CassetteFormatError` here, in every mode, before anything is recorded.
+
+    In mode `all`, closing a transport that recorded nothing empties the cassette (a
+    re-recording whose code no longer calls the model must say so); with `keep_when_idle` it
+    leaves the cassette as it is, as `harness serve` does for its clients, who may not empty a
+    cassette they did not fill.
     """
 
     def __init__(
@@ -88,8 +93,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         allow_tampered: bool = False,
         provider: str | None = None,
         run_id: str | None = None,
+        keep_when_idle: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.keep_when_idle = keep_when_idle
         self.run_id = run_id or current_run_id()
         self.mode = RecordMode.parse(mode)
         if inner is not None and not any(
@@ -312,12 +319,15 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
         Each recorded interaction is written once, however often `save` is called (`close`
         saves too). In mode `all` the first save of the run replaces the file and later ones
-        merge into it (see `harness.cassettes.store`); otherwise nothing new means no write.
+        merge into it (see `harness.cassettes.store`), so a re-recording that sent nothing
+        empties the cassette, unless the transport was made with `keep_when_idle`; otherwise
+        nothing new means no write.
         """
         with self._save_lock:
             with self._lock:
                 recorded = list(self._recorded)
-            if self.mode is RecordMode.ALL or len(recorded) > self._saved:
+            replaces = self.mode is RecordMode.ALL and not self.keep_when_idle
+            if replaces or len(recorded) > self._saved:
                 save_recording(
                     self.path,
                     recorded,

@@ -12,8 +12,11 @@ SDK raises its own typed error.
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -25,12 +28,15 @@ import httpx2
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from harness.cassettes import CassetteMissError, CassetteTransport, RecordMode
+from harness.cassettes.key import KEYED_HEADERS
+from harness.cassettes.store import RUN_ID_VARIABLES
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import ChunkStream, http_errors
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
@@ -39,6 +45,7 @@ from harness.llm.adapters import adapter_for
 from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhaustedError, ScriptTransport
 from harness.providers import Provider
+from harness.serve.limits import ServeLimits
 from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
 CONTROL_PREFIX: Final = "/_harness"
@@ -47,7 +54,14 @@ DEFAULT_OUTPUT_TOOL: Final = "__finish__"
 _HOP_BY_HOP: Final = frozenset(
     {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
-_CLIENT_CREDENTIALS: Final = frozenset({"authorization", "x-api-key", "api-key"})
+FORWARDED_HEADERS: Final = frozenset({"content-type", "accept", "user-agent", *KEYED_HEADERS})
+"""The only headers of a client's request that reach the provider when a miss is recorded: what
+the request is (its content type, what it accepts), who sends it, and the provider's version and
+beta headers, which change the answer. Everything else (credentials of any spelling, cookies,
+proxy and organisation headers) is dropped; the server adds its own key."""
+CONTROL_TOKEN_HEADER: Final = "x-harness-token"
+_RECORD_RIGHTS: Final = (RecordMode.NONE, RecordMode.ONCE, RecordMode.NEW_EPISODES, RecordMode.ALL)
+"""Record modes from the least to the most a mode may do to a cassette."""
 _UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0).as_dict()
 """How long a recording waits on the provider: the official SDKs' own default of ten minutes,
 so a provider that stops answering cannot hold a relay (which a client leaving does not stop)
@@ -65,12 +79,27 @@ class ServeConfig:
     `allow_repeats` lets a cassette answer a request again once its recorded answers are used up
     (the last one is replayed), as `CassetteTransport(allow_repeats=True)` does: a server that
     outlives one test run then serves the next run from the same `/c/<cassette>` URL.
+
+    Record rights belong to whoever started the server: a session records at most as the
+    server's own `record_mode` does, unless `allow_session_record` lets sessions choose any mode.
+    With a `control_token`, every request but the health check must carry it.
     """
 
     cassettes: Path = Path("cassettes")
     record_mode: RecordMode = RecordMode.NONE
     allow_repeats: bool = False
+    allow_session_record: bool = False
+    control_token: str | None = None
+    limits: ServeLimits = field(default_factory=ServeLimits)
     environ: Mapping[str, str] = field(default_factory=dict)
+
+    def recording_run(self) -> str:
+        """The recording run every cassette of this server saves as (see
+        `harness.cassettes.store`): `HARNESS_RECORD_RUN_ID` in its environment, else one of the
+        server's own, so sessions recording in mode `all` add to each other instead of each
+        replacing the cassette."""
+        given = (self.environ.get(name) for name in RUN_ID_VARIABLES)
+        return next((run for run in given if run), None) or uuid.uuid4().hex
 
     def upstream(self, provider: Provider) -> str:
         base = self.environ.get(BASE_URL_VARIABLES[provider]) or DEFAULT_BASE_URLS[provider]
@@ -102,14 +131,34 @@ class ReceivedRequest:
     body: bytes
 
 
-@dataclass
-class Session:
-    """Replies attached to `/s/<id>/...`, and every request they answered."""
+@dataclass(eq=False)
+class _InUse:
+    """What the server holds open for its clients: closed (its recording saved) when it is the
+    longest idle one over a limit, never while a request is using it."""
+
+    active: int = field(default=0, init=False)
+    """Requests using it now, from when they are routed to when their answer has gone out."""
+
+
+@dataclass(eq=False)
+class Session(_InUse):
+    """Replies attached to `/s/<id>/...`, and every request they answered (the first
+    `keep` of them; later ones are counted in `dropped`)."""
 
     id: str
     transport: ScriptTransport | CassetteTransport
     output_tool: str
     received: list[ReceivedRequest] = field(default_factory=list)
+    keep: int | None = None
+    dropped: int = 0
+    attached: bool = False
+    """Attached in-process (`ReplayServer.attach`): its caller ends it, the server never does."""
+
+    def receive(self, request: ReceivedRequest) -> None:
+        if self.keep is not None and len(self.received) >= self.keep:
+            self.dropped += 1
+        else:
+            self.received.append(request)
 
     def report(self) -> dict[str, Any]:
         """The requests received, each read into the harness's neutral request model and called
@@ -129,19 +178,79 @@ class Session:
                 entry["kind"] = "forced" if parsed.forces_tool(self.output_tool) else "work"
                 entry["request"] = parsed.model_dump(mode="json")
             requests.append(entry)
-        return {"id": self.id, "output_tool": self.output_tool, "requests": requests}
+        report: dict[str, Any] = {"id": self.id, "output_tool": self.output_tool}
+        report["requests"] = requests
+        if self.dropped:
+            report["requests_not_kept"] = self.dropped
+        return report
+
+
+@dataclass(eq=False)
+class _Cassette(_InUse):
+    """A cassette served under `/c/<name>`, shared by every client of that URL."""
+
+    path: Path
+    transport: CassetteTransport
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """Why a request body was not read: the status and message it is answered with."""
+
+    status: int
+    message: str
+
+
+class _SharedUpstream(httpx2.AsyncBaseTransport):
+    """The server's one connection pool to the providers, lent to every recording cassette:
+    a cassette closing leaves it open (the server closes it last). One pool, not one per
+    cassette: each holds its own TLS context, most of a cassette's memory."""
+
+    def __init__(self) -> None:
+        self._pool: httpx2.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._pool is None:
+            self._pool = httpx2.AsyncHTTPTransport()
+        return await self._pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Closing a cassette that borrowed the pool leaves it open."""
+
+    async def shutdown(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+
+
+class ServeRefusedError(HarnessError, PermissionError):
+    """A client asked for more than the server's operator allowed: a session recording more
+    than the server does, or a request without the server's control token. `status` is the
+    HTTP status it is answered with."""
+
+    code = "serve_refused"
+
+    def __init__(self, message: str, *, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ReplayApp:
-    """The server's state: one transport per cassette, and the open sessions."""
+    """The server's state: the `/c/` cassettes and the sessions open, each within its limit."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.cassettes: dict[Path, CassetteTransport] = {}
-        # A name's checked path, once its cassette is open: resolving it again for every
-        # request (two realpath walks) cost as much as finding the recorded answer.
-        self._by_name: dict[tuple[str, Provider], CassetteTransport] = {}
-        self.sessions: dict[str, Session] = {}
+        self.limits = config.limits
+        self.run_id = config.recording_run()
+        self._root = config.cassettes.resolve()
+        self.cassettes: OrderedDict[Path, _Cassette] = OrderedDict()
+        # A name's cassette, once open: resolving it again for every request (two realpath
+        # walks) cost as much as finding the recorded answer.
+        self._by_name: dict[tuple[str, Provider], _Cassette] = {}
+        self._created: set[Path] = set()
+        """Cassettes this server began in mode `once`: they keep recording, whoever asks."""
+        self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self._upstream = _SharedUpstream()
         self._control = Starlette(
             routes=[
                 StarletteRoute(f"{CONTROL_PREFIX}/health", self.health, methods=["GET"]),
@@ -162,11 +271,48 @@ class ReplayApp:
         """The ASGI app. A provider call goes straight to `provider_call`: Starlette's router
         and middleware, which only the control API needs, cost a loopback call as much as
         answering it (every model call of a target's cell pays it)."""
-        if scope["type"] == "http" and not scope["path"].startswith(CONTROL_PREFIX):
-            response = await self.provider_call(Request(scope, receive))
-            await response(scope, receive, send)
-        else:
+        if scope["type"] != "http":
             await self._control(scope, receive, send)
+            return
+        control = scope["path"].startswith(CONTROL_PREFIX)
+        refused = self._unauthorised(scope, control=control)
+        if refused is not None:
+            await refused(scope, receive, send)
+        elif control:
+            await self._control(scope, receive, send)
+        else:
+            response, user = await self.provider_call(Request(scope, receive))
+            try:
+                await response(scope, receive, send)
+            finally:
+                if user is not None:
+                    user.active -= 1
+
+    def _unauthorised(self, scope: Scope, *, control: bool) -> Response | None:
+        """The refusal of a request that does not carry the control token, when the server
+        has one (the health check needs none)."""
+        token = self.config.control_token
+        if token is None or scope["path"] == f"{CONTROL_PREFIX}/health":
+            return None
+        headers = Headers(scope=scope)
+        offered = [
+            headers.get(CONTROL_TOKEN_HEADER, ""),
+            headers.get("x-api-key", ""),
+            headers.get("authorization", "").removeprefix("Bearer ").strip(),
+        ]
+        if any(hmac.compare_digest(given.encode(), token.encode()) for given in offered if given):
+            return None
+        message = (
+            "this harness serve requires its control token (--control-token): send it as the "
+            f"SDK's API key, or in the {CONTROL_TOKEN_HEADER} header"
+        )
+        if control:
+            return _control_error(401, message)
+        try:
+            provider = route(scope["path"]).provider
+        except RouteError:
+            provider = "openai"
+        return _provider_error(provider, 401, "authentication_error", message)
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -175,41 +321,89 @@ class ReplayApp:
 
     # -- the provider APIs ------------------------------------------------------------------------
 
-    async def provider_call(self, request: Request) -> Response:
+    async def provider_call(self, request: Request) -> tuple[Response, _InUse | None]:
+        """The answer to a provider call, and what it holds open until the answer has gone out
+        (the caller releases it)."""
         try:
             # the path as the client sent it, percent-decoded: `request.url.path` escapes `\`
             target = route(request.scope["path"])
         except RouteError as error:
-            return _route_error(error)
+            return self._route_error(error), None
         if request.method != "POST":
             return _provider_error(
                 target.provider,
                 405,
                 "invalid_request_error",
                 f"{request.method} is not allowed on {target.endpoint}; the API takes POST",
-            )
-        body = await request.body()
+            ), None
+        body = await self._body(request)
+        if isinstance(body, _Refused):
+            return _provider_error(
+                target.provider, body.status, "invalid_request_error", body.message
+            ), None
         problem = _not_a_json_object(body)
         if problem is not None:
-            return _provider_error(target.provider, 400, "invalid_request_error", problem)
+            return _provider_error(target.provider, 400, "invalid_request_error", problem), None
         try:
-            transport, session = self._transport_for(target)
+            user = await self._user_of(target)
         except RouteError as error:
-            return _route_error(error)
+            return self._route_error(error), None
         except CassetteError as error:
-            return _provider_error(target.provider, 404, "not_found_error", str(error))
-        if session is not None:
-            session.received.append(ReceivedRequest(target.endpoint, target.provider, body))
+            return self._provider_error(target.provider, 404, "not_found_error", str(error)), None
+        user.active += 1
+        try:
+            response = await self._answer(request, target, body, user)
+        except BaseException:
+            user.active -= 1
+            raise
+        return response, user
+
+    async def _body(self, request: Request) -> bytes | _Refused:
+        """The request body, read as it arrives and never past `limits.max_request_bytes`; a
+        refusal when it is larger, too slow, or its client left while sending it."""
+        limit = self.limits.max_request_bytes
+        too_large = _Refused(
+            413,
+            f"the request body is larger than this server's limit of {limit:,} bytes; send a "
+            "smaller request, or start harness serve with a larger --max-request-bytes",
+        )
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return too_large
+        parts: list[bytes] = []
+        size = 0
+        try:
+            with anyio.fail_after(self.limits.body_timeout):
+                async for part in request.stream():
+                    size += len(part)
+                    if size > limit:
+                        return too_large
+                    parts.append(part)
+        except TimeoutError:
+            return _Refused(
+                408,
+                f"the request body did not arrive within {self.limits.body_timeout:g} seconds "
+                "(--body-timeout)",
+            )
+        except ClientDisconnect:  # nobody is left to read the answer
+            return _Refused(400, "the client left while sending the request body")
+        return b"".join(parts)
+
+    async def _answer(self, request: Request, target: Route, body: bytes, user: _InUse) -> Response:
+        transport = user.transport if isinstance(user, Session | _Cassette) else None
+        assert transport is not None
+        if isinstance(user, Session):
+            user.receive(ReceivedRequest(target.endpoint, target.provider, body))
         upstream = self._upstream_request(request, target, body, _records(transport))
         try:
             response = await transport.handle_async_request(upstream)
         except CassetteMissError as miss:
             message = str(miss) + _replay_again_hint(transport, upstream)
-            return _provider_error(target.provider, 404, "not_found_error", message)
+            return self._provider_error(target.provider, 404, "not_found_error", message)
         except ScriptExhaustedError as exhausted:
-            return _provider_error(target.provider, 404, "not_found_error", str(exhausted))
+            return self._provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
-            return _provider_error(target.provider, 400, "invalid_request_error", str(error))
+            return self._provider_error(target.provider, 400, "invalid_request_error", str(error))
         except http_errors() as error:  # recording, and the provider cannot be reached
             return _provider_error(
                 target.provider,
@@ -242,16 +436,19 @@ class ReplayApp:
             headers=headers,
         )
 
-    def _transport_for(
-        self, target: Route
-    ) -> tuple[CassetteTransport | ScriptTransport, Session | None]:
+    async def _user_of(self, target: Route) -> Session | _Cassette:
+        """The session or `/c/` cassette a request is for, opened (and another one closed, over
+        `limits.max_cassettes`) on first use."""
         if target.kind == "session":
             session = self.sessions.get(target.name)
             if session is None:
                 raise RouteError(
-                    f"no session {target.name!r}: open one with POST {CONTROL_PREFIX}/sessions",
+                    f"no session {target.name!r}: open one with POST {CONTROL_PREFIX}/sessions "
+                    f"(a session is gone once deleted, or closed as the longest idle of more "
+                    f"than {self.limits.max_sessions:,} open: --max-sessions)",
                     provider=target.provider,
                 )
+            self.sessions.move_to_end(target.name)
             attached = session.transport
             if (
                 isinstance(attached, ScriptTransport)
@@ -261,33 +458,77 @@ class ReplayApp:
                 # A script is written once and spoken in the wire of whichever provider is asked
                 # first (a decision module picks its model, and so its provider, as it runs).
                 session.transport = ScriptTransport(target.provider, attached.replies)
-            return session.transport, session
+            return session
         known = self._by_name.get((target.name, target.provider))
-        if known is not None:
-            return known, None
-        path = cassette_path(self.config.cassettes, target.name, target.provider)
-        transport = self.cassettes.get(path)
-        if transport is None:
-            transport = CassetteTransport(
-                path,
-                mode=self.config.record_mode,
-                provider=target.provider,
-                allow_repeats=self.config.allow_repeats,
-            )
-            self.cassettes[path] = transport
-        self._by_name[target.name, target.provider] = transport
-        return transport, None
+        if known is None:
+            path = cassette_path(self.config.cassettes, target.name, target.provider)
+            known = self.cassettes.get(path)
+            if known is None:
+                mode = self._mode_for(path, self.config.record_mode)
+                known = _Cassette(path, self._cassette(path, mode, target.provider))
+                self.cassettes[path] = known
+                await self._close_idle(self.cassettes, self.limits.max_cassettes)
+            self._by_name[target.name, target.provider] = known
+        self.cassettes.move_to_end(known.path)
+        return known
+
+    def _cassette(
+        self, path: Path, mode: RecordMode, provider: Provider | None = None
+    ) -> CassetteTransport:
+        return CassetteTransport(
+            path,
+            mode=mode,
+            inner=self._upstream,
+            provider=provider,
+            allow_repeats=self.config.allow_repeats,
+            run_id=self.run_id,
+            keep_when_idle=True,
+        )
+
+    def _mode_for(self, path: Path, mode: RecordMode) -> RecordMode:
+        """`mode`, except that a cassette this server began in mode `once` goes on recording
+        for every client until the server stops: a second client's first request must not find
+        the file the first one saved and refuse to record."""
+        if mode is not RecordMode.ONCE:
+            return mode
+        if path in self._created:
+            return RecordMode.NEW_EPISODES
+        try:
+            exists = path.exists()
+        except OSError:
+            exists = True  # the transport says what is wrong with it
+        if not exists:
+            self._created.add(path)
+        return mode
+
+    async def _close_idle(self, held: OrderedDict[Any, Any], limit: int) -> None:
+        """Close the longest idle of `held` (sessions or cassettes) until at most `limit` are
+        open; one a request is using is never closed. Recordings are saved as they close."""
+        excess = len(held) - limit
+        for name, user in list(held.items()):
+            if excess <= 0:
+                return
+            if user.active or getattr(user, "attached", False):
+                continue
+            del held[name]
+            excess -= 1
+            if isinstance(user, _Cassette):
+                self._by_name = {
+                    named: cassette
+                    for named, cassette in self._by_name.items()
+                    if cassette is not user
+                }
+            await _closed(user.transport)
 
     def _upstream_request(
         self, request: Request, target: Route, body: bytes, recording: bool
     ) -> httpx2.Request:
-        """The request as the provider would receive it: its own path, the client's headers
-        without their credentials, and the server's credentials when a miss is recorded (a
-        session may record on a server that does not)."""
+        """The request as the provider would receive it: its own path, the client's headers of
+        `FORWARDED_HEADERS` alone, and the server's credentials when a miss is recorded."""
         headers = [
             (name, value)
             for name, value in request.headers.items()
-            if name.lower() not in _HOP_BY_HOP and name.lower() not in _CLIENT_CREDENTIALS
+            if name.lower() in FORWARDED_HEADERS
         ]
         if recording:
             headers.extend(self.config.credentials(target.provider).items())
@@ -298,6 +539,23 @@ class ReplayApp:
         return httpx2.Request(
             "POST", url, headers=headers, content=body, extensions={"timeout": _UPSTREAM_TIMEOUT}
         )
+
+    def _provider_error(
+        self, provider: Provider, status: int, error_type: str, message: str
+    ) -> Response:
+        """`_provider_error` for a message that may name a cassette file: clients see its name
+        inside the cassettes folder, never where the folder is on the server."""
+        return _provider_error(provider, status, error_type, self._hidden_paths(message))
+
+    def _hidden_paths(self, message: str) -> str:
+        for folder in {str(self._root), os.path.abspath(self.config.cassettes)}:
+            message = message.replace(folder + os.sep, "").replace(folder, "<cassettes>")
+        return message
+
+    def _route_error(self, error: RouteError) -> Response:
+        # a refused cassette name is a bad request, not a missing cassette
+        error_type = "invalid_request_error" if error.status == 400 else "not_found_error"
+        return self._provider_error(error.provider, error.status, error_type, str(error))
 
     # -- control --------------------------------------------------------------------------------
 
@@ -313,8 +571,11 @@ class ReplayApp:
         return JSONResponse({"status": "ok"})
 
     async def open_session(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, _Refused):
+            return _control_error(body.status, body.message)
         try:
-            spec = SessionSpec.model_validate_json(await request.body())
+            spec = SessionSpec.model_validate_json(body)
             session = self._session(spec)
         except ValidationError as error:
             problems = "; ".join(
@@ -322,9 +583,10 @@ class ReplayApp:
                 for problem in error.errors(include_input=False)
             )
             return _control_error(400, f"invalid session: {problems}")
-        except (RouteError, HarnessError) as error:
-            return _control_error(getattr(error, "status", 400), str(error))
+        except (RouteError, ServeRefusedError, HarnessError) as error:
+            return _control_error(getattr(error, "status", 400), self._hidden_paths(str(error)))
         self.sessions[session.id] = session
+        await self._close_idle(self.sessions, self.limits.max_sessions)
         base = str(request.base_url).rstrip("/") + f"/s/{session.id}"
         return JSONResponse(
             {
@@ -349,12 +611,27 @@ class ReplayApp:
             )
         else:
             assert spec.cassette is not None
-            transport = CassetteTransport(
-                cassette_path(self.config.cassettes, spec.cassette),
-                mode=spec.record_mode or self.config.record_mode,
-                allow_repeats=self.config.allow_repeats,
+            mode = self._session_mode(spec.record_mode)
+            path = cassette_path(self.config.cassettes, spec.cassette)
+            transport = self._cassette(path, self._mode_for(path, mode))
+        return Session(
+            identifier, transport, spec.output_tool, keep=self.limits.max_session_requests
+        )
+
+    def _session_mode(self, requested: RecordMode | None) -> RecordMode:
+        """The record mode a session gets: what it asks for (the server's own by default), if
+        the server's operator allows it."""
+        own = self.config.record_mode
+        mode = requested or own
+        allowed = RecordMode.ALL if self.config.allow_session_record else own
+        if _RECORD_RIGHTS.index(mode) > _RECORD_RIGHTS.index(allowed):
+            raise ServeRefusedError(
+                f"record_mode {mode.value!r} is refused: this server was started with "
+                f"--record-mode {own.value}, and a session may not record more than the server "
+                f"does; start harness serve with --record-mode {mode.value}, or with "
+                "--allow-session-record to let sessions choose their record mode"
             )
-        return Session(identifier, transport, spec.output_tool)
+        return mode
 
     async def session_endpoint(self, request: Request) -> Response:
         identifier = request.path_params["session_id"]
@@ -363,9 +640,17 @@ class ReplayApp:
             return _control_error(404, f"no session {identifier!r}")
         if request.method == "DELETE":
             del self.sessions[identifier]
-            await session.transport.aclose()
+            await _closed(session.transport)
             return JSONResponse({"id": identifier, "deleted": True})
         return JSONResponse(session.report())
+
+    def attach(self, session: Session) -> None:
+        """Serve `session`, whose caller ends it (see `ReplayServer.attach`)."""
+        session.attached = True
+        self.sessions[session.id] = session
+
+    def detach(self, session: Session) -> None:
+        self.sessions.pop(session.id, None)
 
     async def close(self) -> None:
         """Close every transport: recordings are saved, unplayed interactions logged.
@@ -373,11 +658,25 @@ class ReplayApp:
         `aclose`, on the server's loop: a recording reaches the provider through async
         connections, which the sync `close` leaves open.
         """
-        for transport in [*self.cassettes.values(), *(s.transport for s in self.sessions.values())]:
+        for transport in [
+            *(cassette.transport for cassette in self.cassettes.values()),
+            *(session.transport for session in self.sessions.values() if not session.attached),
+        ]:
             await transport.aclose()
+        await self._upstream.shutdown()
         self.cassettes.clear()
         self._by_name.clear()
         self.sessions.clear()
+
+
+async def _closed(transport: CassetteTransport | ScriptTransport) -> None:
+    """Close `transport` (nothing is using it). A recording is saved on a worker thread, so the
+    file lock and the write never stall the server's other clients; anything else closes here
+    (a thread per close would cost more than the close, and memory besides)."""
+    if _records(transport):
+        await anyio.to_thread.run_sync(transport.close)
+    else:
+        await transport.aclose()
 
 
 class _RelayResponse(StreamingResponse):
@@ -506,12 +805,6 @@ def _not_a_json_object(body: bytes) -> str | None:
 def _provider_error(provider: Provider, status: int, error_type: str, message: str) -> Response:
     """An error in `provider`'s own format, so its SDK raises its own typed error for `status`."""
     return JSONResponse(adapter_for(provider).render_error(status, error_type, message), status)
-
-
-def _route_error(error: RouteError) -> Response:
-    # a refused cassette name is a bad request, not a missing cassette
-    error_type = "invalid_request_error" if error.status == 400 else "not_found_error"
-    return _provider_error(error.provider, error.status, error_type, str(error))
 
 
 def _control_error(status: int, message: str) -> Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import ipaddress
 import json
 import socket
 import threading
@@ -22,7 +23,14 @@ from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.llm.script import ScriptedReply, ScriptTransport
 from harness.providers import Provider
-from harness.serve.app import DEFAULT_OUTPUT_TOOL, ReplayApp, ServeConfig, Session
+from harness.serve.app import (
+    CONTROL_TOKEN_HEADER,
+    DEFAULT_OUTPUT_TOOL,
+    ReplayApp,
+    ServeConfig,
+    Session,
+)
+from harness.serve.limits import ServeLimits, bounded_connection
 
 STARTUP_SECONDS: Final = 30.0
 
@@ -70,16 +78,41 @@ def base_url(listener: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def check_exposure(host: str, config: ServeConfig) -> None:
+    """Refuse to listen beyond loopback without a control token: any client that can reach the
+    server could otherwise open sessions and, in a record mode, spend the server's keys."""
+    if config.control_token is not None or _is_loopback(host):
+        return
+    raise ServeError(
+        f"--host {host} listens beyond loopback, where any client could use this server: give "
+        "--control-token TOKEN (clients send it as their API key), or listen on 127.0.0.1"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def _uvicorn_config(app: ReplayApp) -> uvicorn.Config:
+    limits = app.limits
     return uvicorn.Config(
         app.app,
         log_level="warning",
         access_log=False,
         lifespan="on",
         interface="asgi3",
-        # "auto" picks httptools and uvloop, installed with harness (uvloop where it runs)
-        http="auto",
-        loop="auto",
+        # httptools (installed with harness), with the header timeout and connection cap
+        http=bounded_connection(limits),
+        loop="auto",  # uvloop, installed with harness where it runs
+        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # a float works
+        # beyond the cap a connection is closed as it arrives; this answers 503 to requests
+        # that arrive on connections opened just before
+        limit_concurrency=limits.max_connections,
     )
 
 
@@ -93,7 +126,8 @@ def serve_forever(
 ) -> None:
     """Serve until interrupted, then return (Ctrl-C is a normal stop). Once connections are
     accepted, the base URL is announced and written to `ready_file` (atomically, so a reader
-    never sees half of it)."""
+    never sees half of it). Refuses to listen beyond loopback without a control token."""
+    check_exposure(host, config)
     listener = bind(host, port)
     url = base_url(listener)
 
@@ -130,6 +164,9 @@ class ReplayServer:
         *,
         record_mode: str | RecordMode = RecordMode.NONE,
         allow_repeats: bool = False,
+        allow_session_record: bool = False,
+        control_token: str | None = None,
+        limits: ServeLimits | None = None,
         environ: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -138,8 +175,12 @@ class ReplayServer:
             cassettes=Path(cassettes),
             record_mode=RecordMode.parse(record_mode),
             allow_repeats=allow_repeats,
+            allow_session_record=allow_session_record,
+            control_token=control_token,
+            limits=limits or ServeLimits(),
             environ=dict(environ or {}),
         )
+        check_exposure(host, self.config)
         self._listener = bind(host, port)
         self.url = base_url(self._listener)
         self._ready = threading.Event()
@@ -199,8 +240,9 @@ class ReplayServer:
             body["cassette"] = cassette
         if record_mode is not None:
             body["record_mode"] = str(RecordMode.parse(record_mode))
-        answer = _control("POST", f"{self.url}/_harness/sessions", body)
-        return ServerSession(self.url, answer["id"], answer["base_urls"])
+        token = self.config.control_token
+        answer = _control("POST", f"{self.url}/_harness/sessions", body, token)
+        return ServerSession(self.url, answer["id"], answer["base_urls"], token)
 
     def attach(
         self,
@@ -212,7 +254,7 @@ class ReplayServer:
         caller reads `Session.received` and ends it with `detach`. What a scenario cell runs on
         when its target is an implementation under test."""
         session = Session(uuid.uuid4().hex, transport, output_tool)
-        self._app.sessions[session.id] = session
+        self._app.attach(session)
         return session
 
     def session_urls(self, session: Session) -> dict[str, str]:
@@ -222,15 +264,22 @@ class ReplayServer:
 
     def detach(self, session: Session) -> None:
         """End `session`: later requests to it are refused; its transport is the caller's to close."""
-        self._app.sessions.pop(session.id, None)
+        self._app.detach(session)
 
 
 class ServerSession:
     """A session of a running server: the base URLs its clients take, and what it received."""
 
-    def __init__(self, server_url: str, identifier: str, base_urls: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        identifier: str,
+        base_urls: Mapping[str, str],
+        control_token: str | None = None,
+    ) -> None:
         self.id = identifier
         self._control_url = f"{server_url}/_harness/sessions/{identifier}"
+        self._token = control_token
         self.base_urls = dict(base_urls)
 
     def base_url(self, provider: Provider) -> str:
@@ -239,11 +288,13 @@ class ServerSession:
     def requests(self) -> list[dict[str, Any]]:
         """Every request received, parsed into the neutral request model and called `work` or
         `forced` (see `GET /_harness/sessions/<id>`)."""
-        requests: list[dict[str, Any]] = _control("GET", self._control_url)["requests"]
+        requests: list[dict[str, Any]] = _control("GET", self._control_url, token=self._token)[
+            "requests"
+        ]
         return requests
 
     def close(self) -> None:
-        _control("DELETE", self._control_url)
+        _control("DELETE", self._control_url, token=self._token)
 
     def __enter__(self) -> Self:
         return self
@@ -252,10 +303,16 @@ class ServerSession:
         self.close()
 
 
-def _control(method: str, url: str, body: object = None) -> dict[str, Any]:
+def _control(
+    method: str, url: str, body: object = None, token: str | None = None
+) -> dict[str, Any]:
     try:
         response = httpx2.request(
-            method, url, content=None if body is None else json.dumps(body), timeout=30
+            method,
+            url,
+            content=None if body is None else json.dumps(body),
+            headers={CONTROL_TOKEN_HEADER: token} if token else None,
+            timeout=30,
         )
     except httpx2.HTTPError as error:
         raise ServeError(f"{method} {url} failed: {type(error).__name__}") from None

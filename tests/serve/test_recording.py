@@ -128,10 +128,12 @@ def test_an_edited_recording_no_longer_loads(echoing: FakeProvider, tmp_path: Pa
         Cassette.load(path)
 
 
-def test_a_session_on_a_replaying_server_records_with_the_servers_key(
+def test_a_session_on_a_server_allowing_session_records_records_with_the_servers_key(
     echoing: FakeProvider, tmp_path: Path
 ) -> None:
-    with ReplayServer(tmp_path, environ=provider_environ(echoing.base_url)) as server:
+    with ReplayServer(
+        tmp_path, allow_session_record=True, environ=provider_environ(echoing.base_url)
+    ) as server:
         with server.session(cassette="by-session", record_mode="once") as session:
             with sync_client("anthropic", session.base_url("anthropic")) as client:
                 answer = send_sync(client, asking(CALLS["messages"], "Hello"))
