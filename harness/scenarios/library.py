@@ -73,13 +73,15 @@ def run_scenarios(
     strict_cassettes: bool = False,
     target: str | None = None,
     target_cmd: str | None = None,
+    target_env: Sequence[str] = (),
     compare_reference: bool = False,
     cell_timeout: float = 30.0,
 ) -> ScenarioRun:
     """Run every selected cell of the scenario files under `paths`, as `harness run` does (the
-    same options, the same checks, on the in-process reference or on a `target` / `target_cmd`).
-    Bad input (a scenario file, an option) raises its typed `HarnessError`; a cell's own failure
-    is in its result, never raised."""
+    same options, the same checks, on the in-process reference or on a `target` / `target_cmd`;
+    `target_env` as `--target-env` gives a `target_cmd` variables beyond its minimal
+    environment). Bad input (a scenario file, an option) raises its typed `HarnessError`; a
+    cell's own failure is in its result, never raised."""
     options = RunOptions(
         record_mode=RecordMode.parse(record_mode),
         runtimes=tuple(runtimes),
@@ -87,6 +89,12 @@ def run_scenarios(
         store_url=store_url,
         strict_cassettes=strict_cassettes,
     )
+    if isinstance(target_env, str):
+        from harness.targets import TargetSpecError
+
+        raise TargetSpecError(
+            "expected target_env as a list of NAME or NAME=VALUE strings, but got one str"
+        )
     cells = select_cells(load_scenarios([Path(path) for path in paths]), options, keyword)
     if target is None and target_cmd is None:
         if compare_reference:
@@ -95,6 +103,10 @@ def run_scenarios(
             raise TargetSpecError(
                 "compare_reference compares a target with the reference: give target or target_cmd"
             )
+        if target_env:
+            from harness.targets import TargetSpecError
+
+            raise TargetSpecError("target_env is the environment of a target_cmd: give target_cmd")
         return ScenarioRun([run_cell(cell, options) for cell in cells])
     from harness.scenarios.targets import TargetSpec, target_runner
 
@@ -103,6 +115,7 @@ def run_scenarios(
         command=target_cmd,
         cell_timeout=cell_timeout,
         compare_reference=compare_reference,
+        env=tuple(target_env),
     )
     with target_runner(spec) as runner:
         return ScenarioRun([runner.run_cell(cell, options) for cell in cells])

@@ -50,14 +50,9 @@ from harness.scenarios.expect import (
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
 from harness.targets import REFERENCE_TARGET
-from harness.targets.base import (
-    DEFAULT_CELL_TIMEOUT,
-    CallableTarget,
-    CommandTarget,
-    Target,
-    TargetError,
-    TargetProtocolError,
-)
+from harness.targets.base import DEFAULT_CELL_TIMEOUT, CallableTarget, CommandTarget, Target
+from harness.targets.environment import target_environment
+from harness.targets.errors import TargetError, TargetProtocolError, TargetSpecError
 from harness.targets.protocol import (
     AGENT_REPLY,
     HELLO_REPLY,
@@ -81,16 +76,31 @@ _ATTEMPT = re.compile(r"\(attempt (\d+) of (\d+)\)")
 @dataclass(frozen=True, kw_only=True)
 class TargetSpec:
     """Which implementation to test: a Python callable (`--target`) or a command
-    (`--target-cmd`); `compare_reference` also runs the reference on every cell."""
+    (`--target-cmd`); `compare_reference` also runs the reference on every cell.
+
+    A command runs with a minimal environment plus `env` (`--target-env`: `NAME` copies the
+    harness's variable, `NAME=VALUE` sets it), checked here: `TargetSpecError` for a malformed
+    entry or a `NAME` the harness's environment does not set. A callable runs inside the harness
+    and sees its whole environment, so `env` with a callable is refused rather than ignored."""
 
     callable: str | None = None
     command: str | None = None
     cell_timeout: float = DEFAULT_CELL_TIMEOUT
     compare_reference: bool = False
+    env: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.env and self.command is None:
+            raise TargetSpecError(
+                "target-env sets the environment of a command target (--target-cmd); a callable "
+                "target (--target) and the in-process reference run inside the harness and see "
+                "its environment"
+            )
+        target_environment(self.env)
 
     def open(self) -> Target:
         if self.command is not None:
-            return CommandTarget(self.command)
+            return CommandTarget(self.command, environ=target_environment(self.env))
         assert self.callable is not None
         return CallableTarget(self.callable)
 
@@ -287,7 +297,9 @@ class _ReportedError(Exception):
 
 @contextmanager
 def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
-    """Connect the target (and the reference), start the replay server; close all at the end."""
+    """Connect the target (and the reference), start the replay server; close all at the end,
+    within bounded time, also when the run is interrupted (a command target's process group is
+    ended however its children hold its pipes)."""
     from harness.serve import ReplayServer  # Starlette and uvicorn load only for a target run
 
     with ReplayServer() as server:
@@ -296,9 +308,11 @@ def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
         try:
             yield TargetRunner(spec, server, under_test, reference)
         finally:
-            under_test.target.close()
-            if reference is not None:
-                reference.target.close()
+            try:  # bounded; Ctrl-C during it still ends the target, then goes on
+                under_test.target.close()
+            finally:
+                if reference is not None:
+                    reference.target.close()
 
 
 # -- the cell as a message --------------------------------------------------------------------------

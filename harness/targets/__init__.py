@@ -2,11 +2,8 @@
 a command speaking JSON lines), and the harness's own reference as a target. The scenario runner
 that checks a target's answers and traffic is `harness.scenarios.targets`."""
 
-from harness.targets.base import (
-    DEFAULT_CELL_TIMEOUT,
-    CallableTarget,
-    CommandTarget,
-    Target,
+from harness.targets.base import DEFAULT_CELL_TIMEOUT, CallableTarget, CommandTarget, Target
+from harness.targets.errors import (
     TargetCrashedError,
     TargetError,
     TargetProtocolError,

@@ -2,8 +2,10 @@
 
 Both speak the protocol of `harness.targets.protocol`; `exchange` sends one message and returns
 the target's answer as a `dict`, or raises a `TargetError` subclass saying what went wrong (a
-crash, a hang, output that is not the protocol). After a crash or a hang a command is started
-again for the next cell, so one bad cell never ends the run.
+crash, a hang, output that is not the protocol, an answer carrying another cell's id or coming
+twice). After a crash or a hang a command is ended, its whole process group with it, and started
+again for the next cell, so one bad cell never ends the run, and nothing a target does (children
+holding its pipes, ignoring SIGTERM, never reading) makes the harness wait without a bound.
 """
 
 from __future__ import annotations
@@ -13,45 +15,39 @@ import importlib
 import json
 import os
 import queue
+import select
 import shlex
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
-from harness.errors import HarnessError
+from harness.targets.errors import (
+    TargetCrashedError,
+    TargetError,
+    TargetProtocolError,
+    TargetSpecError,
+    TargetTimeoutError,
+)
 
 DEFAULT_CELL_TIMEOUT: Final = 30.0
 """Seconds a target may take to answer one cell (`--cell-timeout`)."""
 STDERR_KEPT: Final = 200
 """Lines of a command's stderr kept per cell for its report."""
 _SHUTDOWN_GRACE: Final = 5.0
-
-
-class TargetError(HarnessError):
-    """The target did not answer as the protocol says. The cell fails; the run goes on."""
-
-    code = "target_failed"
-
-
-class TargetSpecError(TargetError, ValueError):
-    """`--target` does not name an importable callable, or `--target-cmd` cannot be started."""
-
-    code = "target_spec_invalid"
-
-
-class TargetTimeoutError(TargetError, TimeoutError):
-    code = "target_timeout"
-
-
-class TargetCrashedError(TargetError):
-    code = "target_crashed"
-
-
-class TargetProtocolError(TargetError):
-    code = "target_protocol_invalid"
+"""Seconds a target may take to exit after `shutdown`, before its process group is ended."""
+_KILL_GRACE: Final = 2.0
+"""Seconds between SIGTERM and SIGKILL when a target's process group is ended."""
+_EXIT_GRACE: Final = 1.0
+"""Seconds for what follows an exit: its last lines to be read, the process to be reaped."""
+_POLL_SECONDS: Final = 0.2
+_READ_BYTES: Final = 65_536
+_FINAL_READS: Final = 64
+_ID_SHOWN: Final = 200
 
 
 class Target(Protocol):
@@ -99,6 +95,7 @@ class CallableTarget:
             raise TargetProtocolError(
                 f"{self.name} returned {type(answer).__name__}; return the answer as a dict"
             )
+        check_answer_id(message, answer, self.name)
         return answer
 
     def take_stderr(self) -> str:
@@ -134,91 +131,183 @@ class _Worker:
 
 class CommandTarget:
     """A command started once (and again after it crashes or hangs), spoken to in JSON lines on
-    stdin and stdout. What it writes to stderr is kept for the report of the cell being run."""
+    stdin and stdout. What it writes to stderr is kept for the report of the cell being run.
+
+    It runs in a process group of its own, with the environment `environ` (default: the minimal
+    one of `harness.targets.environment`). The whole group (the command and every child it left
+    behind) is ended, SIGTERM then SIGKILL, when a cell times out, after a crash and at `close`.
+    Nothing here waits without a bound: not on the process, not on a pipe a child of the
+    target still holds, not on a target that never reads its stdin. Each answer must carry the
+    id of the message it answers, and a line no message asked for (a second answer) fails the
+    cell it arrives in.
+    """
 
     def __init__(self, command: str, *, environ: Mapping[str, str] | None = None) -> None:
+        from harness.targets.environment import target_environment
+
         self.name = command
         self._argv = shlex.split(command)
         if not self._argv:
             raise TargetSpecError("--target-cmd is empty: give the command that starts the target")
-        self._environ = dict(os.environ if environ is None else environ)
+        self._environ = dict(target_environment() if environ is None else environ)
         self._process: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._stdin: int | None = None
+        self._output: _Output | None = None
+        self._stdout_ended = False
+        self._answered: set[tuple[str, ...]] = set()
+        self._awaiting = False
         self._stderr: deque[str] = deque(maxlen=STDERR_KEPT)
         self._stderr_lock = threading.Lock()
-        self._readers: list[threading.Thread] = []
         self.starts = 0
 
     def _start(self) -> subprocess.Popen[bytes]:
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        stderr_read, stderr_write = os.pipe()
         try:
             process = subprocess.Popen(
                 self._argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=stdin_read,
+                stdout=stdout_write,
+                stderr=stderr_write,
                 env=self._environ,
+                start_new_session=True,  # its own process group, ended whole; no terminal Ctrl-C
             )
-        except OSError as error:
-            raise TargetSpecError(
-                f"cannot start --target-cmd {self.name!r}: {error.strerror or error}"
-            ) from None
-        self._lines = queue.Queue()
-        lines = self._lines
-        assert process.stdout is not None
-        assert process.stderr is not None
-        stdout, stderr = process.stdout, process.stderr
-
-        def read_stdout() -> None:
-            for line in stdout:
-                lines.put(line)
-            lines.put(None)
-
-        def read_stderr() -> None:
-            for line in stderr:
-                with self._stderr_lock:
-                    self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
-
-        self._readers = [
-            threading.Thread(target=read_stdout, daemon=True),
-            threading.Thread(target=read_stderr, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-        self._process = process
+        except (OSError, ValueError) as error:  # ValueError: a NUL byte in the command
+            for fd in (stdin_write, stdout_read, stderr_read):
+                os.close(fd)
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise TargetSpecError(f"cannot start --target-cmd {self.name!r}: {reason}") from None
+        finally:
+            for fd in (stdin_read, stdout_write, stderr_write):  # the target's ends
+                os.close(fd)
+        os.set_blocking(stdin_write, False)  # a target that never reads cannot block a write
+        self._process, self._stdin = process, stdin_write
+        self._output = _Output(stdout_read, stderr_read, self._keep_stderr, self.name)
+        self._stdout_ended = False
+        self._answered = set()
+        self._awaiting = False
         self.starts += 1
         return process
+
+    def _keep_stderr(self, line: str) -> None:
+        with self._stderr_lock:
+            self._stderr.append(line)
 
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
     def exchange(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
-        process = self._process if self.running else self._start()
-        assert process is not None
-        assert process.stdin is not None
+        deadline = time.monotonic() + timeout
+        if not self.running:
+            self._stop()  # a target that exited by itself: end what it left behind
+            self._start()
+        key = _message_key(message)
+        stale = self._drain()
+        if stale:
+            raise TargetProtocolError(
+                f"{self.name} wrote {_described_line(stale[0], self._answered)} while no message "
+                f"was waiting for an answer, so {_named(message)} was not sent; answer each "
+                "message exactly once"
+            )
+        self._awaiting = True  # from here on, an interrupted exchange leaves the target busy
+        self._send(json.dumps(message, ensure_ascii=False).encode() + b"\n", deadline, timeout)
+        line = self._next_line(deadline, timeout)
         try:
-            process.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
-            process.stdin.flush()
-        except OSError:
+            answer = _decoded(line, self.name)
+        except TargetProtocolError as error:  # its answer may still follow: start afresh
             self._stop()
-            raise TargetCrashedError(
-                self._ended("closed its stdin before the message was sent")
+            raise TargetProtocolError(
+                f"{error}. It was stopped and is started again for the next cell"
             ) from None
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
+        found = _answer_key(answer)
+        if found is not None and found != key and found in self._answered:
+            # a second answer to an earlier message: this message's answer may follow or not,
+            # so the conversation starts again from a new process
+            described = _described_line(line, self._answered)
             self._stop()
-            raise TargetTimeoutError(
-                f"{self.name} did not answer within {timeout:g}s (--cell-timeout); it was stopped "
-                "and is started again for the next cell"
-            ) from None
-        if line is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(_SHUTDOWN_GRACE)  # its stdout closed: it is exiting
-            crashed = TargetCrashedError(self._ended("exited before answering"))
-            self._stop()
-            raise crashed
-        return _decoded(line, self.name)
+            raise TargetProtocolError(
+                f"{self.name} wrote {described} where the answer to {_named(message)} was due; "
+                "answer each message exactly once. It was stopped and is started again for the "
+                "next cell"
+            )
+        self._awaiting = False
+        self._answered.add(key)
+        check_answer_id(message, answer, self.name)
+        return answer
+
+    def _drain(self) -> list[bytes]:
+        """The lines that arrived while no message was waiting for an answer."""
+        stale: list[bytes] = []
+        assert self._output is not None
+        while True:
+            try:
+                line = self._output.lines.get_nowait()
+            except queue.Empty:
+                return stale
+            if line is None:
+                self._stdout_ended = True
+            else:
+                stale.append(line)
+
+    def _send(self, data: bytes, deadline: float, timeout: float) -> None:
+        assert self._stdin is not None
+        fd, view = self._stdin, memoryview(data)
+        writable = select.poll()
+        writable.register(fd, select.POLLOUT)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._stop()
+                raise TargetTimeoutError(
+                    f"{self.name} did not read its stdin within {timeout:g}s (--cell-timeout); "
+                    "it was stopped and is started again for the next cell"
+                )
+            if not writable.poll(max(1, int(remaining * 1000))):
+                continue
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+            except OSError:
+                self._stop()
+                raise TargetCrashedError(
+                    self._ended("closed its stdin before the message was sent")
+                ) from None
+
+    def _next_line(self, deadline: float, timeout: float) -> bytes:
+        """The next line the target writes; a timeout or a crash ends the target and raises."""
+        assert self._output is not None
+        assert self._process is not None
+        lines, process = self._output.lines, self._process
+        while not self._stdout_ended:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._stop()
+                raise TargetTimeoutError(
+                    f"{self.name} did not answer within {timeout:g}s (--cell-timeout); it was "
+                    "stopped and is started again for the next cell"
+                )
+            try:
+                line = lines.get(timeout=min(remaining, _POLL_SECONDS))
+            except queue.Empty:
+                if process.poll() is None:
+                    continue
+                try:  # it exited: what it wrote before is in the pipe, read in a moment
+                    line = lines.get(timeout=_EXIT_GRACE)
+                except queue.Empty:
+                    break  # a child of it holds its stdout open
+            if line is None:
+                self._stdout_ended = True
+            else:
+                return line
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(_EXIT_GRACE)  # its stdout closed: it is exiting
+        what = "exited before answering" if process.poll() is not None else "closed its stdout"
+        crashed = TargetCrashedError(self._ended(what))
+        self._stop()
+        raise crashed
 
     def _ended(self, what: str) -> str:
         code = self._process.poll() if self._process is not None else None
@@ -231,33 +320,207 @@ class CommandTarget:
             self._stderr.clear()
         return text
 
-    def _stop(self) -> None:
+    def _stop(self, grace: float = _KILL_GRACE) -> None:
+        """End the target's process group (SIGTERM, then SIGKILL after `grace` seconds) and let go
+        of its pipes. Bounded, whatever the target or its children do."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        with contextlib.suppress(OSError):
-            process.kill()
-        process.wait()
-        for reader in self._readers:  # they end at the pipes' end, now the process is gone
-            reader.join(_SHUTDOWN_GRACE)
-        for pipe in (process.stdin, process.stdout, process.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
+        stdin, self._stdin = self._stdin, None
+        output, self._output = self._output, None
+        self._awaiting = False
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                os.close(stdin)
+        try:
+            if process is not None:
+                _end_group(process, grace)
+        finally:
+            if output is not None:
+                output.close()
 
     def close(self) -> None:
+        """Send `shutdown`, give the target a moment to exit, then end its process group. A
+        target still busy with a cell (the run was interrupted) is ended at once; Ctrl-C while it
+        shuts down ends it without waiting, and is raised again."""
         process = self._process
-        if process is None or process.poll() is not None:
-            self._process = None
+        if process is None:
             return
-        assert process.stdin is not None
         try:
-            process.stdin.write(b'{"type": "shutdown"}\n')
-            process.stdin.close()
-            process.wait(_SHUTDOWN_GRACE)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+            if not self._awaiting and process.poll() is None and self._stdin is not None:
+                with contextlib.suppress(TargetError):
+                    self._send(b'{"type": "shutdown"}\n', time.monotonic() + _SHUTDOWN_GRACE, 0)
+                if self._stdin is not None:
+                    os.close(self._stdin)
+                    self._stdin = None
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(_SHUTDOWN_GRACE)
+        except BaseException:
+            self._stop(grace=0)
+            raise
         self._stop()
+
+
+class _Output:
+    """A target's stdout and stderr, read on a daemon thread that owns both pipes: stdout as
+    lines for the answers (`None` at its end), stderr line by line to `on_stderr`. The thread
+    ends at both pipes' end, or soon after `close`, even while a child of the target still holds
+    them open; nothing ever joins it or closes a pipe under it."""
+
+    def __init__(
+        self, stdout: int, stderr: int, on_stderr: Callable[[str], None], name: str
+    ) -> None:
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        self._lock = threading.Lock()
+        self._open = True
+        self._on_stderr = on_stderr
+        self._partial = {stdout: b"", stderr: b""}
+        self._stdout = stdout
+        threading.Thread(target=self._read, daemon=True, name=f"harness-target {name}").start()
+
+    def close(self) -> None:
+        """Stop reading, after what the pipes hold now; never blocks."""
+        with self._lock:
+            if self._open:
+                with contextlib.suppress(BlockingIOError):
+                    os.write(self._wake_write, b"\0")
+
+    def _read(self) -> None:
+        readable = select.poll()
+        for fd in (*self._partial, self._wake_read):
+            readable.register(fd, select.POLLIN)
+        try:
+            while self._partial:
+                events = readable.poll()
+                if any(fd == self._wake_read for fd, _ in events):
+                    for _ in range(_FINAL_READS):  # what is there already, then stop
+                        ready = [fd for fd, _ in readable.poll(0) if fd in self._partial]
+                        if not ready:
+                            break
+                        for fd in ready:
+                            self._take(fd, readable)
+                    return
+                for fd, _ in events:
+                    self._take(fd, readable)
+        finally:
+            with self._lock:
+                self._open = False
+                for fd in (*self._partial, self._wake_read, self._wake_write):
+                    os.close(fd)
+                self._partial.clear()
+
+    def _take(self, fd: int, readable: select.poll) -> None:
+        chunk = os.read(fd, _READ_BYTES)
+        *lines, rest = (self._partial[fd] + chunk).split(b"\n")
+        if not chunk:  # the pipe's end: a last line without its newline, then no more
+            lines = [rest] if rest else []
+            del self._partial[fd]
+            readable.unregister(fd)
+            os.close(fd)
+        else:
+            self._partial[fd] = rest
+        for line in lines:
+            if fd == self._stdout:
+                self.lines.put(line)
+            else:
+                self._on_stderr(line.decode("utf-8", "replace").rstrip("\r"))
+        if not chunk and fd == self._stdout:
+            self.lines.put(None)
+
+
+def _end_group(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM to `process`'s process group, SIGKILL to whatever is left of it after `grace`
+    seconds (at once on Ctrl-C); the process is reaped if it is gone within a moment. Children
+    that left the group (`setsid`) are beyond reach: nothing here waits for them."""
+    _signal_group(process.pid, signal.SIGTERM)
+    try:
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_alive(process):
+            time.sleep(_POLL_SECONDS / 4)
+    finally:
+        _signal_group(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(_EXIT_GRACE)
+
+
+def _group_alive(process: subprocess.Popen[bytes]) -> bool:
+    process.poll()  # reap the leader, which would otherwise count as a member
+    try:
+        os.killpg(process.pid, 0)
+    except OSError:  # ProcessLookupError: no member left
+        return False
+    return True
+
+
+def _signal_group(group: int, signal_number: int) -> None:
+    with contextlib.suppress(OSError):  # the group is gone already
+        os.killpg(group, signal_number)
+
+
+def _message_key(message: Mapping[str, Any]) -> tuple[str, ...]:
+    """What an answer to `message` is known by: the cell's id, or the message type (hello)."""
+    ident = message.get("id")
+    return ("id", ident) if isinstance(ident, str) else ("type", str(message.get("type")))
+
+
+def _answer_key(answer: Mapping[str, Any]) -> tuple[str, ...] | None:
+    ident = answer.get("id")
+    if isinstance(ident, str):
+        return ("id", ident)
+    return ("type", "hello") if answer.get("type") == "hello" else None
+
+
+def _named(message: Mapping[str, Any]) -> str:
+    ident = message.get("id")
+    return f"cell {ident}" if isinstance(ident, str) else str(message.get("type"))
+
+
+def _described_line(line: bytes, answered: set[tuple[str, ...]]) -> str:
+    """A line the target wrote, by what it answers, never by its content."""
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return f"a line that is not a JSON object ({len(line)} bytes)"
+    key = _answer_key(answer)
+    if key == ("type", "hello"):
+        return "a second answer to hello" if key in answered else "an answer to hello"
+    if key is not None:
+        shown = _shown_id(key[1])
+        return f"a second answer for {shown}" if key in answered else f"an answer for {shown}"
+    return "an answer without an id"
+
+
+def _shown_id(ident: str) -> str:
+    return repr(ident) if _showable(ident) else f"an id of {len(ident)} characters (not shown)"
+
+
+def _showable(ident: str) -> bool:
+    """Whether an id that arrived has a cell id's shape (one line of printable characters, not
+    too long) and may be quoted; any other is named by its length only: it may be anything."""
+    return len(ident) <= _ID_SHOWN and ident.isprintable()
+
+
+def check_answer_id(message: Mapping[str, Any], answer: Mapping[str, Any], name: str) -> None:
+    """`TargetProtocolError` unless `answer` carries the id of the cell `message` sent (an
+    `error` answer may leave it out: it fails the cell all the same). A hello has no id."""
+    expected = message.get("id")
+    if not isinstance(expected, str):
+        return
+    ident = answer.get("id")
+    if ident == expected or (ident is None and answer.get("type") == "error"):
+        return
+    if "id" not in answer:
+        arrived = "an answer without an id"
+    elif isinstance(ident, str):
+        arrived = f"id {ident!r}" if _showable(ident) else _shown_id(ident)
+    else:
+        arrived = f"an id of type {type(ident).__name__} (ids are strings)"
+    raise TargetProtocolError(
+        f"{name} answered cell {expected} with {arrived}; expected id {expected!r}: each answer "
+        "carries the id of the message it answers"
+    )
 
 
 def _decoded(line: bytes, name: str) -> dict[str, Any]:
