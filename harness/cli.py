@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -143,6 +143,15 @@ PROGRESS_INTERVAL = 0.1
     help="Run the cells on this command, spoken to in JSON lines on stdin and stdout.",
 )
 @click.option(
+    "--target-env",
+    "target_env",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="Give the --target-cmd this environment variable: NAME copies it from this "
+    "environment, NAME=VALUE sets it (repeatable; also [tool.harness] target-env). Otherwise a "
+    "target gets only PATH, HOME, TMPDIR, the locale and placeholder API keys.",
+)
+@click.option(
     "--compare-reference",
     is_flag=True,
     help="Also run the reference on every cell and report every difference.",
@@ -153,7 +162,8 @@ PROGRESS_INTERVAL = 0.1
     default="0",
     show_default=True,
     metavar="N|auto",
-    help="Run cells in N worker processes (auto: one per CPU core; 0: in this process).",
+    help="Run cells in N worker processes (auto: one per CPU core; 0: in this process; at most "
+    "4 per CPU core, and never more than there are batches of cells).",
 )
 @click.option(
     "--shard",
@@ -185,6 +195,7 @@ def run(
     strict_cassettes: bool,
     target: str | None,
     target_cmd: str | None,
+    target_env: tuple[str, ...],
     compare_reference: bool,
     workers_text: str,
     shard: str | None,
@@ -232,14 +243,13 @@ def run(
             check_report_paths({"--junit-xml": junit_xml, "--json": json_path, "--html": html_path})
             loaded = load_scenarios(list(paths) or [Path("scenarios")])
         except HarnessError as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(EXIT_INVALID)
+            _exit_invalid(error)
         cells = select_cells(loaded, options, keyword)
         if not cells:
             click.echo("error: no scenario cell matches the given paths and filters", err=True)
             sys.exit(EXIT_INVALID)
         target_spec = _or_invalid(
-            lambda: _target_spec(target, target_cmd, compare_reference, cell_timeout)
+            lambda: _target_spec(target, target_cmd, target_env, compare_reference, cell_timeout)
         )
         cells = _or_invalid(partial(_narrowed, cells, shard, last_failed, options))
         if shard is not None and not cells:  # more shards than scenarios: nothing to do is a pass
@@ -247,6 +257,7 @@ def run(
     results: list[CellResult] = []
     interrupted = False
     with (
+        _Interruption() as interruption,
         keep_loaded(),
         contextlib.ExitStack() as stack,
         _progress(console, len(cells)) as advance,
@@ -275,6 +286,7 @@ def run(
                     advance(results[-1])
         except KeyboardInterrupt:  # report what ran, then stop as an interrupted run does
             interrupted = True
+    interrupted = interrupted or interruption.caught  # Ctrl-C while the target was shut down
     with contextlib.suppress(OSError):  # `--last-failed` reads it; a read-only folder skips it
         write_json(results, options.workdir / LAST_RUN)
     print_summary(console, results, not_run=len(cells) - len(results) if interrupted else 0)
@@ -362,6 +374,67 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     type=_Path(path_type=Path, dir_okay=False),
     help="Write the server's base URL here once it accepts connections.",
 )
+@click.option(
+    "--allow-session-record",
+    is_flag=True,
+    help="Let sessions choose any record mode (by default a session records at most as the "
+    "server's own --record-mode does).",
+)
+@click.option(
+    "--control-token",
+    envvar="HARNESS_CONTROL_TOKEN",
+    metavar="TOKEN",
+    help="Every request but GET /_harness/health must carry TOKEN (as the SDK's API key or an "
+    "x-harness-token header); required to listen beyond loopback. Env: HARNESS_CONTROL_TOKEN.",
+)
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(min=1),
+    default=32 * 1024 * 1024,
+    show_default=True,
+    help="The largest request body read; larger ones are answered 413.",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Sessions open at once; one more closes the longest idle (its recording saved).",
+)
+@click.option(
+    "--max-cassettes",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="/c/ cassettes held open at once; one more closes the longest idle (saved first).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    help="Client connections open at once; more are closed as they arrive. "
+    "[default: 1024, or fewer under a lower ulimit -n]",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds a connection has to send a request's headers.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    help="Seconds a kept-alive connection may stay silent after a response.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds a request body may take to arrive.",
+)
 def serve(
     cassettes_dir: Path,
     record_mode: str,
@@ -369,6 +442,15 @@ def serve(
     host: str,
     port: int,
     ready_file: Path | None,
+    allow_session_record: bool,
+    control_token: str | None,
+    max_request_bytes: int,
+    max_sessions: int,
+    max_cassettes: int,
+    max_connections: int | None,
+    header_timeout: float,
+    idle_timeout: float,
+    body_timeout: float,
 ) -> None:
     """Serve OpenAI and Anthropic APIs from cassettes and scripts until interrupted.
 
@@ -380,11 +462,24 @@ def serve(
 
     from harness.cassettes.modes import RecordMode
     from harness.serve import ServeConfig, serve_forever
+    from harness.serve.limits import ServeLimits
 
+    limits = ServeLimits(
+        max_request_bytes=max_request_bytes,
+        max_sessions=max_sessions,
+        max_cassettes=max_cassettes,
+        header_timeout=header_timeout,
+        idle_timeout=idle_timeout,
+        body_timeout=body_timeout,
+        **({"max_connections": max_connections} if max_connections else {}),
+    )
     config = ServeConfig(
         cassettes=cassettes_dir,
         record_mode=RecordMode.parse(record_mode),
         allow_repeats=allow_repeats,
+        allow_session_record=allow_session_record,
+        control_token=control_token or None,
+        limits=limits,
         environ=dict(os.environ),
     )
     _or_invalid(
@@ -781,8 +876,12 @@ def print_summary(
     from rich.markup import escape
 
     from harness.scenarios.report import failure_lines, skip_lines, summary
+    from harness.scrub import environment_scrubber
 
-    console.print(_summary_table(results, escape, per_cell=per_cell))
+    scrubber = environment_scrubber()  # the failure and skip lines are redacted already
+    console.print(
+        _summary_table(results, lambda text: escape(scrubber.text(text)), per_cell=per_cell)
+    )
     for result in results:
         for line in failure_lines(result):
             console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
@@ -901,6 +1000,20 @@ def _loading() -> Iterator[None]:
             gc.enable()
 
 
+class _Interruption:
+    """Ctrl-C in its block, or in the exits of what the block opened (a target being shut down),
+    caught and remembered, so the run still reports what ran and exits 130."""
+
+    caught = False
+
+    def __enter__(self) -> _Interruption:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        self.caught = kind is not None and issubclass(kind, KeyboardInterrupt)
+        return self.caught
+
+
 @contextlib.contextmanager
 def _progress(console: Console, total: int) -> Iterator[Callable[[CellResult], None]]:
     """A transient progress bar over `total` cells; what it yields advances it by one.
@@ -929,16 +1042,28 @@ def _progress(console: Console, total: int) -> Iterator[Callable[[CellResult], N
 
 
 def _target_spec(
-    target: str | None, target_cmd: str | None, compare_reference: bool, cell_timeout: float
+    target: str | None,
+    target_cmd: str | None,
+    target_env: tuple[str, ...],
+    compare_reference: bool,
+    cell_timeout: float,
 ) -> TargetSpec | None:
     """The implementation to run the cells on: `--target`, `--target-cmd`, else
-    `[tool.harness] target` in ./pyproject.toml; None for the in-process reference."""
-    from harness.scenarios.project import configured_target
+    `[tool.harness] target` in ./pyproject.toml; None for the in-process reference. A command
+    gets `[tool.harness] target-env`, then `--target-env`."""
+    from harness.scenarios.project import configured_target, configured_target_env
 
     if target is not None and target_cmd is not None:
         from harness.targets import TargetSpecError
 
         raise TargetSpecError("give --target or --target-cmd, not both")
+    if target_env and target_cmd is None:
+        from harness.targets import TargetSpecError
+
+        raise TargetSpecError(
+            "--target-env sets the environment of a --target-cmd; a --target callable (and the "
+            "in-process reference) runs inside the harness and sees its environment"
+        )
     if target is None and target_cmd is None:
         target = configured_target(Path("pyproject.toml"))
     if target is None and target_cmd is None:
@@ -952,11 +1077,13 @@ def _target_spec(
         return None
     from harness.scenarios.targets import TargetSpec  # only when a target runs
 
+    configured_env = configured_target_env(Path("pyproject.toml")) if target_cmd else ()
     return TargetSpec(
         callable=target,
         command=target_cmd,
         cell_timeout=cell_timeout,
         compare_reference=compare_reference,
+        env=(*configured_env, *target_env),
     )
 
 
@@ -965,5 +1092,13 @@ def _or_invalid(action: Callable[[], _T]) -> _T:
     try:
         return action()
     except HarnessError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_INVALID)
+        _exit_invalid(error)
+
+
+def _exit_invalid(error: HarnessError) -> NoReturn:
+    """Print `error` as `error: ...` on stderr, secrets redacted (it may quote a scenario's
+    value), and exit 2."""
+    from harness.scrub import redact
+
+    click.echo(f"error: {redact(str(error))}", err=True)
+    sys.exit(EXIT_INVALID)

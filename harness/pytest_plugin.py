@@ -141,6 +141,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Run the scenario cells on this command, spoken to in JSON lines.",
     )
     group.addoption(
+        "--harness-target-env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="Give the --harness-target-cmd this environment variable: NAME copies it, "
+        "NAME=VALUE sets it (repeatable; also [tool.harness] target-env).",
+    )
+    group.addoption(
         "--harness-store-url",
         default=None,
         metavar="URL",
@@ -266,20 +274,23 @@ def _target_runner(config: pytest.Config) -> TargetRunner | None:
     pytest-xdist worker), or None for the in-process reference."""
     if _TARGET_RUNNER in config.stash:
         return config.stash[_TARGET_RUNNER]
-    from harness.scenarios.project import configured_target
+    from harness.scenarios.project import configured_target, configured_target_env
 
     target = config.getoption("harness_target")
     command = config.getoption("harness_target_cmd")
+    env = tuple(config.getoption("harness_target_env"))
+    pyproject = config.rootpath / "pyproject.toml"
     if target is None and command is None:
-        target = configured_target(config.rootpath / "pyproject.toml")
+        target = configured_target(pyproject)
     runner = None
-    if target is not None or command is not None:
+    if target is not None or command is not None or env:
         from harness.scenarios.targets import TargetSpec, target_runner
 
+        if command is not None:
+            env = (*configured_target_env(pyproject), *env)
+        spec = TargetSpec(callable=None if command else target, command=command, env=env)
         stack = ExitStack()
-        runner = stack.enter_context(
-            target_runner(TargetSpec(callable=None if command else target, command=command))
-        )
+        runner = stack.enter_context(target_runner(spec))
         config.add_cleanup(stack.close)
     config.stash[_TARGET_RUNNER] = runner
     return runner
@@ -346,17 +357,40 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFi
     return ScenarioFile.from_parent(parent, path=file_path)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Collect the scenario files of a folder that are not regular files too (a FIFO, a socket,
+    a broken link), which pytest passes over in silence: each becomes a collection error naming
+    the file and what it is, as `harness run` refuses it."""
+    report = yield
+    if (
+        isinstance(collector, pytest.Directory)
+        and report.passed
+        and collector.config.stash.get(_SCENARIO_ROOTS, ())
+    ):
+        for entry in sorted(os.scandir(collector.path), key=lambda entry: entry.name):
+            if entry.is_dir() or entry.is_file():
+                continue  # pytest collects these itself
+            special = pytest_collect_file(file_path=Path(entry.path), parent=collector)
+            if special is not None:
+                report.result.append(special)
+    return report
+
+
 class ScenarioFile(pytest.File):
     """One scenario file: an item per matrix cell, or one collection error at `file:line:col`."""
 
     def collect(self) -> Iterator[ScenarioItem]:
         from harness.scenarios.load import ScenarioFileError, load_file
         from harness.scenarios.run import expand
+        from harness.scrub import redact
 
         try:
             loaded = load_file(self.path)
-        except ScenarioFileError as error:
-            raise self.CollectError(str(error)) from None
+        except ScenarioFileError as error:  # it may quote a value of the file
+            raise self.CollectError(redact(str(error))) from None
         registered = self.config.stash[_REGISTERED_TAGS]
         for cell in expand(loaded, _run_options(self.config)):
             item = ScenarioItem.from_parent(self, name=cell.id, cell=cell)

@@ -2,8 +2,11 @@
 
 Everything a recording writes goes through a `Scrubber` first (`Recorder`, so `CassetteTransport`
 and the vcrpy interop alike); a miss message and the vcrpy matcher's report use the same
-scrubber, reports use `redact` / `redact_json`, and the LLM gateway `redact`s every error it
-raises. The placeholder is `PLACEHOLDER`, `[SCRUBBED]`. What is scrubbed:
+scrubber, and the LLM gateway `redact`s every error it raises. Every other output goes through
+`environment_scrubber()` where it is written: the JSON, JUnit XML and HTML reports and the
+terminal lines (`redact` / `redact_json`), and the run state a store keeps
+(`Scrubber.json_text`, in `harness.agent.state.StateWriter`). The placeholder is `PLACEHOLDER`,
+`[SCRUBBED]`. What is scrubbed:
 
 - Credential headers get the placeholder as their whole value: `CREDENTIAL_HEADERS`, and any
   header whose name contains one of `CREDENTIAL_HEADER_WORDS` (`token`, `secret`, `key`,
@@ -63,7 +66,7 @@ from typing import Any, ClassVar, Final
 from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus
 
 from harness.errors import CassetteError
-from harness.json_body import MAX_BODY_DEPTH, parse_json_body
+from harness.json_body import JSON_STRING_TEXT, MAX_BODY_DEPTH, parse_json_body
 from harness.sse import SseEvent
 
 SIGNING_KEY_VARIABLE: Final = "HARNESS_CASSETTE_KEY"
@@ -326,6 +329,23 @@ class Scrubber:
             value = pattern.sub(PLACEHOLDER, value)
         return value
 
+    def json_text(self, text: str) -> str:
+        """JSON text (a document, or the members or items of one) with every string that holds a
+        secret rewritten with it scrubbed (`text`), member names included.
+
+        Everything else is kept as it is: the structure, the numbers, and every string nothing is
+        scrubbed from, byte for byte, so what is read back is the same value but for the
+        secrets. Text in which no secret occurs is returned as it is, after one scan.
+        """
+        if not self.callables and not any(scanner.search(text) for scanner in self._scanners):
+            return text
+        return JSON_STRING_TEXT.sub(self._json_string, text)
+
+    def _json_string(self, token: re.Match[str]) -> str:
+        value = jsonlib.loads(token.group(), strict=False)
+        clean = self.text(value)
+        return token.group() if clean == value else jsonlib.dumps(clean)
+
     def json(self, value: Any) -> Any:
         """A copy of a JSON value with credential members and secrets scrubbed.
 
@@ -424,19 +444,26 @@ class Scrubber:
 DEFAULT_SCRUBBER: Final = Scrubber()
 
 
+def environment_scrubber(secrets: Iterable[str] = ()) -> Scrubber:
+    """The scrubber every output of a run goes through: the known secret shapes, the
+    environment's secrets (`environment_secrets`, read now) and the exact values `secrets` (8
+    characters or longer). Build one per file or run written, not one per line."""
+    return DEFAULT_SCRUBBER.with_secrets((*environment_secrets(), *secrets))
+
+
 def redact(text: str, *, secrets: Iterable[str] = ()) -> str:
     """`text` with the known secret shapes, the environment's secrets (`environment_secrets`)
     and the exact values `secrets` (8 characters or longer) replaced by `PLACEHOLDER`.
 
     For arbitrary text bound for a terminal, a log or a report file.
     """
-    return DEFAULT_SCRUBBER.with_secrets((*environment_secrets(), *secrets)).text(text)
+    return environment_scrubber(secrets).text(text)
 
 
 def redact_json(value: Any, *, secrets: Iterable[str] = ()) -> Any:
     """A copy of the JSON value `value` scrubbed as `redact` scrubs text, and credential
     members (by name) replaced too."""
-    return DEFAULT_SCRUBBER.with_secrets((*environment_secrets(), *secrets)).json(value)
+    return environment_scrubber(secrets).json(value)
 
 
 # -- what a request sent ----------------------------------------------------------------------------

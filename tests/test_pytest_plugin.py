@@ -4,6 +4,7 @@ fixtures, and pytest-xdist (recording included)."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,6 +195,29 @@ def test_an_invalid_file_is_one_collection_error_at_its_line(project: pytest.Pyt
     result.stdout.fnmatch_lines(
         [f"{path}:4:3: agent.max_stepz: unknown key 'max_stepz'; did you mean 'max_steps'? *"]
     )
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_a_scenario_file_that_is_no_regular_file_is_a_collection_error(
+    project: pytest.Pytester,
+) -> None:
+    """pytest passes over what is not a regular file; `harness run` refuses it, and so does the
+    plugin, naming the file and what it is."""
+    scenario_file(project, "forced.yaml", PASSING)
+    (project.path / "scenarios" / "nested").mkdir()
+    fifo = project.path / "scenarios" / "nested" / "pipe.yaml"
+    os.mkfifo(fifo)
+    os.mkfifo(project.path / "elsewhere.yaml")  # outside the scenario folders: not collected
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "collected 4 items / 1 error",
+            "*ERROR collecting scenarios/nested/pipe.yaml*",
+            f"{fifo}: it is a FIFO (named pipe), not a regular file; give the path of a YAML file",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*elsewhere.yaml*")
     result.stdout.no_fnmatch_line("*Traceback*")
 
 

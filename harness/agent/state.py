@@ -27,6 +27,7 @@ from harness.llm.models import LlmRequest, Message
 from harness.protocol._base import WireModel
 from harness.protocol.chunks import RunFinishChunk, StreamChunk
 from harness.protocol.forced import ForcedCompletionState, ForcedTrigger
+from harness.scrub import Scrubber, environment_scrubber
 
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
 RunPhase = Literal["work", "forced", "finishing", "finished"]
@@ -115,7 +116,14 @@ class RunState(WireModel):
 
 
 class StateWriter:
-    """A run's successive states as the JSON its store keeps, each record serialised once.
+    """A run's successive states as the JSON its store keeps, scrubbed, each record serialised
+    once.
+
+    Every string is scrubbed as the reports are (`scrubber`, by default `environment_scrubber()`
+    read when the writer is made): a key a model echoes, or one a scenario holds, never reaches
+    the store's file, as it never reaches a cassette. A run resumed from its store goes on from
+    that form, with `[SCRUBBED]` in place of the secret, as a replayed cassette's run does; a
+    state holding no secret is stored exactly.
 
     A run's states grow by appending: each state shares the messages, chunks, requests and
     override calls of the one before, and each request repeats the system prompt, the tools and
@@ -129,18 +137,20 @@ class StateWriter:
       holds as its place in that request, `{"$same": [0, "tools", 2]}` (request 0's third
       tool), so each is stored once.
 
-    `RunState.model_validate_json` reads both forms; what it reads back equals the state. One
-    writer serves one run: it keeps the records it wrote, and their JSON, while the run lasts.
+    `RunState.model_validate_json` reads both forms; what it reads back equals the state (but for
+    its secrets). One writer serves one run: it keeps the records it wrote, and their JSON,
+    while the run lasts.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, scrubber: Scrubber | None = None) -> None:
+        self._clean = (environment_scrubber() if scrubber is None else scrubber).json_text
         self._texts: dict[int, tuple[object, str]] = {}
         self._written: dict[str, tuple[tuple[Any, ...], list[str]]] = {}
         self._transcript: dict[int, int] = {}  # id(message) -> its place in `messages`
         self._first_written: dict[str, str] = {}  # record JSON -> the pointer to it
 
     def dump(self, state: RunState) -> str:
-        return _json_of(state, self._history)
+        return _json_of(state, self._history, self._clean)
 
     def _history(self, name: str, records: tuple[Any, ...]) -> str:
         """`records` as a JSON array, only the records not written before serialised."""
@@ -173,7 +183,7 @@ class StateWriter:
         written = self._texts.get(id(record))
         if written is not None and written[0] is record:
             return written[1]
-        text = serializer.to_json(record).decode("utf-8")
+        text = self._clean(serializer.to_json(record).decode("utf-8"))
         self._texts[id(record)] = (record, text)  # the record is kept, so its id stays its own
         return text
 
@@ -193,7 +203,9 @@ class StateWriter:
                 texts.append(pointer if pointer is not None and len(pointer) < len(text) else text)
             return "[" + ",".join(texts) + "]"
 
-        return _json_of(sent, lambda _, request: _json_of(request, shared))
+        return _json_of(
+            sent, lambda _, request: _json_of(request, shared, self._clean), self._clean
+        )
 
 
 SAME: Final = "$same"
@@ -206,16 +218,23 @@ _HISTORIES: Final[dict[type[WireModel], frozenset[str]]] = {
     LlmRequest: frozenset(_SHARED_FIELDS),
 }
 """The fields `StateWriter` writes itself, per record type: the rest are pydantic's."""
+_STORE_KEYS: Final = frozenset({"run_id"})
+"""Written as they are, never scrubbed: the key a store files the run under must read back as
+the key it was saved under. The first field of `RunState`, so the field order is kept."""
 
 
-def _json_of(model: WireModel, history: Callable[[str, Any], str]) -> str:
-    """`model`'s JSON, its plain fields by pydantic and its histories by `history`."""
+def _json_of(
+    model: WireModel, history: Callable[[str, Any], str], clean: Callable[[str], str]
+) -> str:
+    """`model`'s JSON, its plain fields by pydantic (passed through `clean`, but for
+    `_STORE_KEYS`) and its histories by `history`."""
     serializer = type(model).__pydantic_serializer__
     parts = []
     for plain, name in _layout(type(model)):
-        if plain:
-            fields = serializer.to_json(model, include=plain).decode("utf-8")
-            parts.append(fields[1:-1])  # the fields, without the braces around them
+        for fields, scrub in ((plain & _STORE_KEYS, False), (plain - _STORE_KEYS, True)):
+            if fields:
+                text = serializer.to_json(model, include=fields).decode("utf-8")
+                parts.append((clean(text) if scrub else text)[1:-1])  # without the braces
         if name is not None:
             parts.append(f'"{name}":{history(name, getattr(model, name))}')
     return "{" + ",".join(part for part in parts if part) + "}"

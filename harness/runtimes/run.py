@@ -9,7 +9,7 @@ from dataclasses import replace
 from harness.agent.definition import AgentDefinition
 from harness.agent.loop import AgentLoop, LlmConfigOverride, MemoryExtractor
 from harness.agent.result import RunResult
-from harness.agent.state import PersistencePoint, RunState
+from harness.agent.state import PersistencePoint, RunState, StateWriter
 from harness.agent.tools import ApprovalPolicy, approve_all
 from harness.errors import HarnessError
 from harness.llm.gateway import Completer
@@ -146,7 +146,7 @@ def _failed_by_worker(
         StoredRun(
             run_id=failed.run_id,
             status=failed.status,
-            state_json=failed.model_dump_json(),
+            state_json=StateWriter().dump(failed),  # scrubbed, as every state a store keeps
             forced_completion=failed.forced_completion,
         )
     )

@@ -11,8 +11,8 @@ default SQLite file (`runs-w0.sqlite3`, ...); PostgreSQL and Redis stores are sh
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from harness.errors import HarnessError
+from harness.json_body import JsonFileError, JsonFileMissingError, read_json_file
 from harness.scenarios.run import Cell, CellResult, RunOptions, run_cell
 
 if TYPE_CHECKING:
@@ -37,6 +38,12 @@ BATCHES_PER_WORKER: Final = 25
 """Batches each worker takes on average: small enough that the last one leaves no core idle for
 long (with 4, the 1,000-cell benchmark lost a second to it), large enough that the per-batch
 messages stay negligible."""
+WORKERS_PER_CORE: Final = 4
+"""`-n` may ask for up to this many workers per CPU core: more only wait on each other (a cell
+is CPU-bound), each costs a process, and thousands would exhaust the machine."""
+_WHOLE_NUMBER: Final = re.compile(r"[0-9]+")
+"""ASCII digits only: `int` also reads full-width and Arabic-Indic digits, and spaces around
+them."""
 
 
 class LastRunError(HarnessError, ValueError):
@@ -46,7 +53,7 @@ class LastRunError(HarnessError, ValueError):
 
 
 class WorkersError(HarnessError, ValueError):
-    """`-n` is not a number of workers or `auto`."""
+    """`-n` is not `auto` or a whole number of workers from 0 to `max_workers()`."""
 
     code = "workers_invalid"
 
@@ -66,14 +73,18 @@ class Shard:
 
     @classmethod
     def parse(cls, text: str) -> Shard:
+        """`K/N` in ASCII digits with 1 <= K <= N and nothing around them (no space, no sign, no
+        full-width digit); anything else is a `ShardSpecError`."""
         index, slash, count = text.partition("/")
-        try:
-            shard = cls(int(index), int(count))
-        except ValueError:
-            shard = None
-        if not slash or shard is None or not 1 <= shard.index <= shard.count:
+        shard = None
+        if slash and _WHOLE_NUMBER.fullmatch(index) and _WHOLE_NUMBER.fullmatch(count):
+            try:
+                shard = cls(int(index), int(count))
+            except ValueError:  # more digits than Python reads: no such shard
+                shard = None
+        if shard is None or not 1 <= shard.index <= shard.count:
             raise ShardSpecError(
-                f"--shard {text!r}: expected K/N with 1 <= K <= N, such as --shard 2/4"
+                f"--shard {text!r}: expected K/N in digits with 1 <= K <= N, such as --shard 2/4"
             )
         return shard
 
@@ -92,37 +103,54 @@ def scenario_slot(cell: Cell, count: int) -> int:
 
 def failed_last_time(folder: Path) -> set[str]:
     """The ids of the cells that failed in the last run in `folder`, or `LastRunError` when
-    there is no last run to read."""
+    there is no last run to read (a missing file, or one `read_json_file` refuses or that is not
+    a report)."""
     path = folder / LAST_RUN
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            cell["id"] for cell in report["cells"] if not cell["passed"] and not cell.get("skipped")
-        }
-    except FileNotFoundError:
+        report = read_json_file(path)
+    except JsonFileMissingError:
         raise LastRunError(
             f"--last-failed: no previous run in {folder} ({path} is missing); run harness run first"
         ) from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except JsonFileError as error:
+        raise LastRunError(f"--last-failed: {error}; delete it and run harness run again") from None
+    cells = report.get("cells") if isinstance(report, dict) else None
+    if not isinstance(cells, list) or not all(_is_cell(cell) for cell in cells):
         raise LastRunError(
-            f"--last-failed: {path} cannot be read ({type(error).__name__}); delete it and run "
-            "harness run again"
-        ) from None
+            f"--last-failed: {path} is not the report of a harness run (each cell needs an id and "
+            "passed); delete it and run harness run again"
+        )
+    return {cell["id"] for cell in cells if not cell["passed"] and not cell.get("skipped")}
+
+
+def _is_cell(cell: object) -> bool:
+    return (
+        isinstance(cell, dict)
+        and isinstance(cell.get("id"), str)
+        and isinstance(cell.get("passed"), bool)
+    )
+
+
+def max_workers() -> int:
+    """The most workers `-n` may ask for: `WORKERS_PER_CORE` per CPU core."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
 def worker_count(text: str) -> int:
-    """`-n`: a number of workers, or `auto` for one per CPU core."""
+    """`-n`: `auto` for one worker per CPU core, or a whole number of workers in ASCII digits
+    from 0 (run in this process) to `max_workers()`. Anything else (a sign, a space, a full-width
+    digit, a larger number) is a `WorkersError`; no integer is built from more digits than the cap
+    has."""
     if text == "auto":
         return os.cpu_count() or 1
-    try:
-        count = int(text)
-    except ValueError:
-        count = -1
-    if count < 0:
-        raise ShardSpecError(
-            f"-n {text!r}: expected a number of workers (0 runs in this process) or auto"
+    cap = max_workers()
+    digits = text.lstrip("0") if _WHOLE_NUMBER.fullmatch(text) else None
+    if digits is None or len(digits) > len(str(cap)) or int(digits or "0") > cap:
+        raise WorkersError(
+            f"-n {text[:40]!r}: expected auto (one worker per CPU core) or a whole number of "
+            f"workers from 0 (run in this process) to {cap} ({WORKERS_PER_CORE} per CPU core)"
         )
-    return count
+    return int(digits or "0")
 
 
 # -- workers ----------------------------------------------------------------------------------------
@@ -137,7 +165,12 @@ longer referenced is closed by the garbage collector)."""
 
 
 def _start_worker(names: Queue[str]) -> None:
+    from multiprocessing.util import Finalize
+
     os.environ[WORKER_VARIABLE] = names.get()
+    # A worker ends without running atexit handlers: its target (in a process group of its own,
+    # out of reach of a terminal's Ctrl-C) is shut down when the worker exits, however it exits.
+    Finalize(None, _KEPT_OPEN.close, exitpriority=10)
 
 
 def _run_batch(indexes: list[int]) -> list[tuple[int, CellResult]]:
@@ -205,14 +238,19 @@ def run_in_workers(
     target: TargetSpec | None = None,
     on_result: Callable[[CellResult], None] = lambda result: None,
 ) -> Iterator[CellResult]:
-    """Run `cells` in `workers` forked processes (on `target` when given: one per worker);
-    yield every result in `cells`' order (each as soon as it and every one before it are done),
-    calling `on_result` as each arrives. Fork before starting any thread in this process."""
+    """Run `cells` in `workers` forked processes, never more than there are `batches` (on
+    `target` when given: one per worker); yield every result in `cells`' order (each as soon as
+    it and every one before it are done), calling `on_result` as each arrives. Fork before
+    starting any thread in this process."""
     # Loaded here: a serial run (-n 0) pays nothing for the process pool.
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
+    planned = batches(cells, workers)
+    if not planned:
+        return
+    workers = min(workers, len(planned))  # a worker without a batch would only cost a fork
     global _CELLS, _OPTIONS, _TARGET
     _CELLS, _OPTIONS, _TARGET = list(cells), options, target
     context = multiprocessing.get_context("fork")
@@ -225,7 +263,7 @@ def run_in_workers(
         max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(names,)
     ) as pool:
         batch_of: dict[Future[list[tuple[int, CellResult]]], list[int]] = {
-            pool.submit(_run_batch, batch): batch for batch in batches(cells, workers)
+            pool.submit(_run_batch, batch): batch for batch in planned
         }
         pending = set(batch_of)
         while pending:

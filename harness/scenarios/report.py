@@ -9,10 +9,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from harness.errors import HarnessError
 from harness.files import write_atomically
+from harness.json_body import JsonFileError, read_json_file
 from harness.scenarios.run import CellResult
-from harness.scrub import redact
+from harness.scrub import Scrubber, environment_scrubber, redact
 
 
 class ReportPathError(HarnessError, ValueError):
@@ -166,8 +169,14 @@ def write_junit(results: Sequence[CellResult], path: Path) -> None:
 
 
 def write_junit_report(report: dict[str, Any], path: Path) -> None:
-    """Write a JSON report (`to_json`, or shards merged) as JUnit XML, atomically."""
+    """Write a JSON report (`to_json`, or shards merged) as JUnit XML, atomically. Every text
+    that goes into it passes through `_xml`: secrets redacted, only characters XML allows."""
     import xml.etree.ElementTree as ElementTree  # its XML parser takes a while to load
+
+    scrubber = environment_scrubber()
+
+    def text(value: str) -> str:
+        return _xml(value, scrubber)
 
     counts = report["summary"]
     suite = ElementTree.Element(
@@ -183,18 +192,18 @@ def write_junit_report(report: dict[str, Any], path: Path) -> None:
         case = ElementTree.SubElement(
             suite,
             "testcase",
-            classname=_xml(Path(cell["file"]).stem),
-            name=_xml(cell["id"]),
-            file=_xml(cell["file"]),
+            classname=text(Path(cell["file"]).stem),
+            name=text(cell["id"]),
+            file=text(cell["file"]),
             line=str(cell["line"]),
             time=f"{cell['duration_seconds']:.3f}",
         )
-        lines = _xml("\n".join(cell["failure_lines"]))
+        lines = text("\n".join(cell["failure_lines"]))
         if cell["skipped"] is not None:
-            ElementTree.SubElement(case, "skipped", message=_xml(redact(cell["skipped"])))
+            ElementTree.SubElement(case, "skipped", message=text(cell["skipped"]))
         elif cell["error"] is not None:
             first_line = (cell["error"].splitlines() or [""])[0]
-            error = ElementTree.SubElement(case, "error", message=_xml(redact(first_line)))
+            error = ElementTree.SubElement(case, "error", message=text(first_line))
             error.text = lines
         elif not cell["passed"]:
             failed = len(cell["mismatches"]) + len(cell["differences_from_reference"])
@@ -215,26 +224,66 @@ class ReportMergeError(HarnessError, ValueError):
     code = "report_merge_invalid"
 
 
+class _ReportCell(BaseModel):
+    """What `harness report merge` and the JUnit XML read of a cell of a `--json` report,
+    checked before anything is merged, so a report cut short or written by hand is refused
+    naming the file instead of failing half-way through the JUnit XML. The cell's other members
+    are carried into the merged report as they are (extra members are allowed: a newer harness
+    may write more of them)."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+
+    id: str
+    file: str
+    line: int
+    passed: bool
+    skipped: str | None
+    error: str | None
+    duration_seconds: float
+    failure_lines: list[str]
+    mismatches: list[Any]
+    differences_from_reference: list[str]
+    skipped_expectations: list[str] = []
+
+
+class _Report(BaseModel):
+    """A `--json` report as `harness report merge` reads it: its cells (the summary is counted
+    again)."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+
+    cells: list[_ReportCell]
+
+
 def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
     """The JSON reports of several runs (shards) as one: every cell once, with the summary
     counted again, in the order one run of them all reports them (by scenario file, then by
     line; a scenario's cells are in one shard, in their own order), whatever order the reports
-    are given in."""
+    are given in. Each is read by `read_json_file` (a regular file within the JSON limits) and
+    checked to be a report; a problem is a `ReportMergeError` naming the file and the field."""
     cells: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
     for path in paths:
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-            found = report["cells"]
-            ids = [cell["id"] for cell in found]
-            for cell in found:
-                _run_position(cell)
-        except (OSError, ValueError, KeyError, TypeError) as error:
+            report = read_json_file(path)
+            if not isinstance(report, dict):
+                raise ReportMergeError(
+                    f"{path}: not a harness run --json report (it holds {_json_kind(report)}, "
+                    "not an object); merge the files --json wrote"
+                )
+            _Report.model_validate(report)
+        except JsonFileError as error:
+            raise ReportMergeError(f"{error}; merge the files --json wrote") from None
+        except ValidationError as error:
+            problem = error.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in problem["loc"])
             raise ReportMergeError(
-                f"{path}: not a harness run --json report ({type(error).__name__}); merge the "
-                "files --json wrote"
+                f"{path}: not a harness run --json report (at {where}: {problem['msg']}); merge "
+                "the files --json wrote"
             ) from None
-        for cell, identifier in zip(found, ids, strict=True):
+        found: list[dict[str, Any]] = report["cells"]
+        for cell in found:
+            identifier = cell["id"]
             if identifier in seen:
                 raise ReportMergeError(
                     f"{path}: cell {identifier} is also in {seen[identifier]}; merge each shard's "
@@ -255,13 +304,20 @@ def merge_reports(paths: Sequence[Path]) -> dict[str, Any]:
     return {"summary": counts, "cells": cells}
 
 
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "a number"
+
+
 def _run_position(cell: dict[str, Any]) -> tuple[PurePath, int]:
     """Where a run reports `cell`: scenario files in path order (as `harness run` loads them),
     then by line."""
-    line = cell["line"]
-    if not isinstance(line, int):
-        raise TypeError("line")
-    return PurePath(cell["file"]), line
+    return PurePath(cell["file"]), cell["line"]
 
 
 def write_report_json(report: dict[str, Any], path: Path) -> None:
@@ -273,10 +329,11 @@ def write_report_json(report: dict[str, Any], path: Path) -> None:
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _xml(text: str) -> str:
-    """`text` with the characters XML 1.0 cannot hold (control characters, lone surrogates)
-    replaced by U+FFFD, so a hostile scenario name never makes the JUnit file unreadable."""
-    return _NOT_XML.sub("\ufffd", text)
+def _xml(text: str, scrubber: Scrubber) -> str:
+    """`text` as the JUnit XML holds it: secrets redacted (`scrubber`), and the characters XML
+    1.0 cannot hold (control characters, lone surrogates) replaced by U+FFFD, so a hostile
+    scenario name never makes the JUnit file unreadable."""
+    return _NOT_XML.sub("\ufffd", scrubber.text(text))
 
 
 def _jsonable(value: Any) -> Any:

@@ -26,6 +26,7 @@ from harness.scenarios.detail import CellDetail, agent_detail
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
 from harness.scenarios.format import Expect
 from harness.scenarios.load import LoadedScenario
+from harness.scrub import redact
 from harness.stores.base import StateStore, StoredRun
 from harness.stores.urls import (
     StoreUrlError,
@@ -333,7 +334,8 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
     transport = build.transport(
         scenario, cell.loaded.folder, mode_for(cell, options), strict=options.strict_cassettes
     )
-    run_id = f"{scenario.name}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
+    # the key the store files the run under: redacted, as everything the store keeps
+    run_id = f"{redact(scenario.name)}-{cell.runtime}-{cell.store}-{uuid.uuid4().hex[:8]}"
     if cell.store != "memory":  # a memory store is gone with its cell
         outcome.run_id = run_id
         outcome.kept_in = kept_in(store)

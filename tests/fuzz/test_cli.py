@@ -3,9 +3,13 @@ traceback. A table of known misuses, then hypothesis over random argument lists.
 
 from __future__ import annotations
 
+import copy
+import json
 import os
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -105,6 +109,14 @@ MISUSES: list[list[str]] = [
     ["stores", "check", "redis://:999999"],
     ["stores", "check", "postgresql://x:y@[::1"],
     ["run", "\x00"],
+    ["run", "tiny.yaml", "-n", "10000"],
+    ["run", "tiny.yaml", "-n", "9" * 5000],
+    ["run", "tiny.yaml", "-n", "\uff12"],
+    ["run", "tiny.yaml", "--shard", " 1/2"],
+    ["report", "merge", "fifo.json"],
+    ["report", "merge", "text.json", "--junit-xml", "m.xml"],
+    ["report", "merge", "empty.json"],
+    ["report", "merge", "folder"],
     ["run", "tiny.yaml", "--json", "r\x00.json"],
     ["run", "tiny.yaml", "--store-url", "sqlite:///a\x00.sqlite3", "--store", "sqlite"],
     ["stores", "check", "sqlite:///a\x00b"],
@@ -138,6 +150,11 @@ WORDS = st.sampled_from(
         "check",
         "modules",
         "list",
+        "report",
+        "merge",
+        "-n",
+        "--shard",
+        "--last-failed",
         "--json",
         "--junit-xml",
         "--out",
@@ -174,3 +191,104 @@ def test_any_argument_list_exits_cleanly(playground: Path, arguments: list[str])
     if arguments[:1] == ["record"]:
         return  # needs a provider key; covered by the table above
     assert_clean(invoke(arguments), arguments)
+
+
+# -- JSON files the harness reads: report merge and --last-failed ---------------------------------
+
+JSON_PIECES = st.sampled_from(
+    [b"{", b"}", b"[", b"]", b'"cells"', b'"id"', b'"passed"', b'"line"', b'"file"', b":",
+     b",", b" ", b"\n", b"true", b"false", b"null", b"0", b"-1", b"1e999", b"NaN", b"Infinity",
+     b'"x"', b'"\\ud800"', b'"\\udc00"', b'"\\ud83d\\ude00"', b'"\\\\ud800"', b"\xff",
+     b"\xed\xa0\x80", b"\xef\xbb\xbf", b"\x00", b'"a\x01"', b"9" * 5000]
+)  # fmt: skip
+FINITE_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=6,
+)
+NESTED = st.integers(min_value=200, max_value=20_000).map(lambda depth: b"[" * depth + b"]" * depth)
+
+
+@pytest.fixture(scope="module")
+def valid_report(playground: Path) -> dict[str, Any]:
+    """The --json report of a run in the playground, for structured mutations."""
+    result = invoke(["run", "tiny.yaml", "--json", "valid.json"])
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads((playground / "valid.json").read_text(encoding="utf-8"))
+    return report
+
+
+@st.composite
+def mutated_reports(draw: st.DrawFn, report: dict[str, Any]) -> bytes:
+    """`report` with one member of the report or of its cell replaced, added or removed."""
+    changed = copy.deepcopy(report)
+    target = draw(st.sampled_from([changed, changed["cells"][0]]))
+    name = draw(st.sampled_from([*target, "extra"]))
+    if draw(st.booleans()) and name in target:
+        del target[name]
+    else:
+        target[name] = draw(FINITE_JSON)
+    return json.dumps(changed, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+
+
+def hostile_json(report: dict[str, Any]) -> st.SearchStrategy[bytes]:
+    return (
+        st.binary(max_size=100)
+        | st.lists(JSON_PIECES, max_size=30).map(b"".join)
+        | NESTED
+        | mutated_reports(report)
+    )
+
+
+def assert_result_or_error_line(result: Result, arguments: list[str]) -> None:
+    assert_clean(result, arguments)
+    if result.exit_code == 2:
+        assert result.output.startswith("error: "), result.output
+        assert len(result.output.splitlines()) == 1, result.output
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_bytes_as_a_report_merge_or_exit_2(
+    playground: Path, valid_report: dict[str, Any], data: st.DataObject
+) -> None:
+    content = data.draw(hostile_json(valid_report))
+    (playground / "hostile.json").write_bytes(content)
+    arguments = ["report", "merge", "hostile.json", "--json", "m.json", "--junit-xml", "m.xml"]
+    result = invoke(arguments)
+    assert_result_or_error_line(result, arguments)
+    if result.exit_code != 2:
+        ElementTree.parse(playground / "m.xml")  # the JUnit XML is well formed
+        json.loads((playground / "m.json").read_text(encoding="utf-8"))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_bytes_as_the_last_run_run_or_exit_2(
+    playground: Path, valid_report: dict[str, Any], data: st.DataObject
+) -> None:
+    content = data.draw(hostile_json(valid_report))
+    (playground / ".harness").mkdir(exist_ok=True)
+    (playground / ".harness" / "last-run.json").write_bytes(content)
+    arguments = ["run", "tiny.yaml", "--last-failed"]
+    result = invoke(arguments)
+    assert_result_or_error_line(result, arguments)
+    if result.exit_code == 2:
+        assert result.output.startswith("error: --last-failed: ")
+
+
+def test_a_fifo_as_the_last_run_exits_2_at_once(playground: Path) -> None:
+    last_run = playground / ".harness" / "last-run.json"
+    last_run.parent.mkdir(exist_ok=True)
+    last_run.unlink(missing_ok=True)
+    os.mkfifo(last_run)
+    try:
+        result = invoke(["run", "tiny.yaml", "--last-failed"])
+    finally:
+        last_run.unlink()
+    assert result.exit_code == 2
+    assert "it is a FIFO (named pipe), not a regular file" in result.output

@@ -134,3 +134,39 @@ def test_any_response_body_records_or_fails_typed(content: bytes, content_type: 
         Recorder().record_response(request, 200, [("content-type", content_type)], content)
     except HarnessError:
         pass
+
+
+FINITE_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner),
+    max_leaves=20,
+)
+
+
+def strings_scrubbed(value: Any, scrubber: Scrubber) -> Any:
+    if isinstance(value, str):
+        return scrubber.text(value)
+    if isinstance(value, list):
+        return [strings_scrubbed(item, scrubber) for item in value]
+    if isinstance(value, dict):
+        return {
+            scrubber.text(name): strings_scrubbed(item, scrubber) for name, item in value.items()
+        }
+    return value
+
+
+@given(
+    SECRETS.flatmap(lambda secret: st.tuples(st.just(secret), with_secret(secret) | FINITE_JSON)),
+    st.booleans(),
+)
+def test_json_text_scrubs_every_string_and_keeps_the_rest(
+    case: tuple[str, Any], ascii_only: bool
+) -> None:
+    secret, value = case
+    scrubber = Scrubber().with_secrets([secret])
+    text = json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
+    scrubbed = scrubber.json_text(text)
+    assert json.loads(scrubbed) == strings_scrubbed(json.loads(text), scrubber)
+    assert secret not in scrubbed
+    if secret not in text and scrubber.text(text) == text:
+        assert scrubbed is text, "text holding no secret is kept as it is"

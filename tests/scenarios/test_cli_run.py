@@ -375,3 +375,94 @@ def test_a_run_freezes_what_it_loaded_only_while_its_cells_run(
     assert frozen_during
     assert all(count > 0 for count in frozen_during)
     assert gc.get_freeze_count() == 0
+
+
+CANARY = "gsk_" + "5d2b" * 10
+"""A developer's key as an environment variable holds it, shaped like no known key."""
+ECHOES = f"""\
+- name: echo-passes
+  runtimes: [js, temporal]
+  stores: [sqlite, memory]
+  script: [{{text: "Your key is {CANARY}."}}]
+  agent: {{user_message: "What is my key?"}}
+  expect: {{status: completed}}
+- name: echo-resumes-and-fails-{CANARY}
+  stores: [sqlite]
+  faults: [{{crash_after: work_step_persisted}}]
+  script:
+    - tool_calls: [{{name: search, arguments: {{q: key}}}}]
+    - text: "It is {CANARY}."
+  agent:
+    user_message: Key?
+    tools: [{{name: search, result: {{hits: []}}}}]
+  expect: {{status: completed, outcome_record: {{final_message: something else}}}}
+"""
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_no_file_the_run_leaves_holds_a_key_the_model_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    monkeypatch.setenv("COLUMNS", "200")  # the summary table shows whole scenario names
+    scenarios = tmp_path / "scenarios" / "echo.yaml"
+    scenarios.parent.mkdir()
+    scenarios.write_text(ECHOES, encoding="utf-8")
+    reports = ["--json", "out/r.json", "--junit-xml", "out/r.xml", "--html", "out/r.html"]
+    result = CliRunner().invoke(main, ["run", "scenarios", "-n", workers, *reports])
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines()[-1] == "4 passed, 1 failed"
+    assert CANARY not in result.output
+    left = [path for path in tmp_path.rglob("*") if path.is_file() and path != scenarios]
+    names = {path.name for path in left}
+    assert {"r.json", "r.xml", "r.html", "last-run.json"} <= names
+    databases = [path for path in left if path.suffix == ".sqlite3"]
+    assert databases, "the sqlite cells stored their runs"
+    for path in left:  # the databases, their journals, the reports and the last run
+        assert CANARY.encode() not in path.read_bytes(), path
+    kept = []
+    for database in databases:
+        with sqlite3.connect(database) as connection:
+            kept += [row[0] for row in connection.execute("SELECT state_json FROM harness_runs")]
+    assert len(kept) == 1, "the failing cell's run is kept, for inspection"
+    assert "It is [SCRUBBED]." in kept[0]
+    assert "echo-resumes-and-fails-[SCRUBBED]" in result.output, "the summary table's row"
+    report = json.loads((tmp_path / "out" / "r.json").read_text())
+    assert "It is [SCRUBBED]." in report["cells"][-1]["failure_lines"][0]
+
+
+RECORDED_ECHO = """\
+- name: echo-recorded
+  runtimes: [js]
+  stores: [sqlite]
+  cassette: cassettes/echo.json
+  agent: {user_message: "What is my key?"}
+  expect: {status: completed}
+"""
+
+
+def test_no_file_a_recording_run_leaves_holds_a_key_the_provider_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.llm.script import ScriptedReply
+    from tests.support.recordings import scripted_provider
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    scenarios = tmp_path / "scenarios" / "echo.yaml"
+    scenarios.parent.mkdir()
+    scenarios.write_text(RECORDED_ECHO, encoding="utf-8")
+    reports = ["--json", "out/r.json", "--junit-xml", "out/r.xml", "--html", "out/r.html"]
+    echo = [ScriptedReply(text=f"Your key is {CANARY}, and the header said Bearer {CANARY}.")]
+    with scripted_provider("openai", echo) as base_url:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        result = CliRunner().invoke(main, ["run", "scenarios", "--record-mode", "once", *reports])
+    assert result.exit_code == 0, result.output
+    assert CANARY not in result.output
+    left = [path for path in tmp_path.rglob("*") if path.is_file() and path != scenarios]
+    names = {path.name for path in left}
+    assert {"echo.json", "r.json", "r.xml", "r.html", "last-run.json"} <= names
+    for path in left:  # the cassette, the run store, the reports and the last run
+        assert CANARY.encode() not in path.read_bytes(), path
+    assert b"[SCRUBBED]" in (tmp_path / "scenarios" / "cassettes" / "echo.json").read_bytes()

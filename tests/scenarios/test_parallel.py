@@ -4,6 +4,7 @@ same results and reports, split across processes and machines."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import xml.etree.ElementTree as ElementTree
@@ -16,7 +17,18 @@ from click.testing import CliRunner, Result
 from harness.cli import main
 from harness.scenarios import RunOptions, load_scenarios
 from harness.scenarios.library import select_cells
-from harness.scenarios.parallel import Shard, batches
+from harness.scenarios.parallel import (
+    LAST_RUN,
+    WORKERS_PER_CORE,
+    LastRunError,
+    Shard,
+    ShardSpecError,
+    WorkersError,
+    batches,
+    failed_last_time,
+    max_workers,
+    worker_count,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,9 +180,14 @@ def test_last_failed_reruns_only_the_failures(library: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["-n", "two"], "-n 'two': expected a number of workers (0 runs in this process) or auto"),
-        (["--shard", "4/3"], "--shard '4/3': expected K/N with 1 <= K <= N, such as --shard 2/4"),
+        (["-n", "two"], "-n 'two': expected auto (one worker per CPU core) or a whole number of"),
+        (["-n", "-1"], "-n '-1': expected auto"),
+        (["-n", "10000"], f"to {max_workers()} ({WORKERS_PER_CORE} per CPU core)"),
+        (["-n", "9" * 30], "expected auto"),
+        (["--shard", "4/3"], "--shard '4/3': expected K/N in digits with 1 <= K <= N, such as"),
         (["--shard", "1-3"], "--shard '1-3': expected K/N"),
+        (["--shard", " 1/2"], "--shard ' 1/2': expected K/N"),
+        (["--shard", "1/\uff12"], "--shard '1/\uff12': expected K/N"),
     ],
 )
 def test_bad_split_options_exit_2_before_anything_runs(
@@ -179,6 +196,111 @@ def test_bad_split_options_exit_2_before_anything_runs(
     result = run(library, *options)
     assert result.exit_code == 2
     assert message in result.output
+
+
+@pytest.mark.parametrize(
+    "text", ["abc", "-1", "+2", " 2", "2 ", "\uff12", "\u0663", "2.0", "", "0x2", "autoo"]
+)
+def test_workers_must_be_auto_or_ascii_digits(text: str) -> None:
+    with pytest.raises(WorkersError) as refused:
+        worker_count(text)
+    assert refused.value.code == "workers_invalid"
+    assert "expected auto (one worker per CPU core) or a whole number of workers from 0" in str(
+        refused.value
+    )
+
+
+def test_workers_are_capped_per_core_without_building_a_huge_number() -> None:
+    cap = max_workers()
+    assert cap == WORKERS_PER_CORE * (os.cpu_count() or 1)
+    assert worker_count(str(cap)) == cap
+    assert worker_count("0" * 50 + "2") == 2, "leading zeros are still a whole number"
+    assert worker_count("0") == 0
+    assert worker_count("auto") == (os.cpu_count() or 1)
+    for too_many in (str(cap + 1), "10000", "99999999999999999999", "9" * 100_000):
+        with pytest.raises(WorkersError) as refused:
+            worker_count(too_many)  # 100,000 digits: more than int() reads, refused before it
+        assert f"to {cap} ({WORKERS_PER_CORE} per CPU core)" in str(refused.value)
+        assert len(str(refused.value)) < 300, "the message quotes the value cut short"
+
+
+@pytest.mark.parametrize("text", [" 1/2", "1/2 ", "1 /2", "+1/2", "1/\uff12", "\uff11/2", "1/2/3"])
+def test_a_shard_is_ascii_digits_without_spaces(text: str) -> None:
+    with pytest.raises(ShardSpecError):
+        Shard.parse(text)
+    assert Shard.parse("1/2") == Shard(1, 2)
+    with pytest.raises(ShardSpecError):
+        Shard.parse("1/" + "9" * 5000)  # more digits than int() reads
+
+
+def test_never_more_workers_than_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-n 8` over three one-cell scenarios forks three workers, not eight."""
+    import concurrent.futures
+
+    monkeypatch.chdir(tmp_path)
+    for n in range(3):
+        Path(f"one-{n}.yaml").write_text(
+            LIBRARY.format(n=n, answer="Paris")
+            .replace("[js, temporal, dbos]", "[js]")
+            .replace("[sqlite, memory]", "[memory]")
+        )
+    started: list[int | None] = []
+    real_pool = concurrent.futures.ProcessPoolExecutor
+
+    def counting_pool(*args: Any, **kwargs: Any) -> Any:
+        started.append(kwargs.get("max_workers"))
+        return real_pool(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counting_pool)
+    result = run(".", "-n", str(min(8, max_workers())), "--json", "report.json")
+    assert result.exit_code == 0, result.output
+    assert started == [3]
+    assert result.output.splitlines()[-1] == "3 passed, 0 failed"
+    shards = [run(".", "-n", "2", "--shard", f"{k}/4") for k in (1, 2, 3, 4)]
+    assert [shard.exit_code for shard in shards] == [0, 0, 0, 0]
+    assert any("holds none of the selected scenarios" in shard.output for shard in shards)
+
+
+def test_last_failed_refuses_a_fifo_at_once(library: Path) -> None:
+    Path(LAST_RUN).parent.mkdir(exist_ok=True)
+    Path(LAST_RUN).unlink(missing_ok=True)
+    os.mkfifo(LAST_RUN)  # read with a blocking open, it would hang the run for good
+    result = run(library, "--last-failed")
+    assert result.exit_code == 2
+    assert (
+        f"error: --last-failed: {Path.cwd() / LAST_RUN}: it is a FIFO (named pipe), not a regular"
+        " file; give the path of a JSON file; delete it and run harness run again"
+    ) in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, ":1:257: the JSON nests deeper than 256 levels"),
+        (b'{"cells": [{"id": "\\ud800", "passed": false}]}', ":1:19: a string holds half of"),
+        (b'{"cells": [{"id": "a", "passed": 0}]}', "is not the report of a harness run"),
+        (b'{"cells": {"id": "a"}}', "is not the report of a harness run"),
+        (b"\xff", ":1:1: the file is not UTF-8 (byte 0xff)"),
+        (b'{"cells": [], "x": NaN}', "not valid JSON: it holds a number JSON cannot hold"),
+    ],
+)
+def test_last_failed_refuses_a_file_no_run_wrote(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    (tmp_path / LAST_RUN).parent.mkdir()
+    (tmp_path / LAST_RUN).write_bytes(content)
+    with pytest.raises(LastRunError) as refused:
+        failed_last_time(tmp_path)
+    assert problem in str(refused.value)
+    assert "delete it and run harness run again" in str(refused.value)
+
+
+def test_last_failed_reads_an_escaped_backslash_as_text(tmp_path: Path) -> None:
+    (tmp_path / LAST_RUN).parent.mkdir()
+    (tmp_path / LAST_RUN).write_bytes(
+        b'{"cells": [{"id": "\\\\ud800 \\ud83d\\ude00", "passed": false}]}'
+    )
+    assert failed_last_time(tmp_path) == {"\\ud800 \U0001f600"}, "no surrogate: a plain id"
 
 
 def test_last_failed_without_a_previous_run_says_so(library: Path) -> None:
