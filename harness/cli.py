@@ -411,7 +411,7 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
 @click.option(
     "--max-connections",
     type=click.IntRange(min=1),
-    help="Client connections open at once; more are closed as they arrive. "
+    help="Client connections open at once; beyond it a new one replaces the longest idle. "
     "[default: 1024, or fewer under a lower ulimit -n]",
 )
 @click.option(

@@ -5,7 +5,7 @@ descriptors without bound. A request body is read up to `max_request_bytes`; at 
 `max_sessions` sessions and `max_cassettes` `/c/` cassettes stay open, the longest idle closed
 first (their recordings saved); a connection that has not sent a request's headers within
 `header_timeout` seconds, or sent nothing after a response for `idle_timeout`, is closed; and
-connections beyond `max_connections` are closed as they arrive.
+beyond `max_connections` a new connection takes the place of the one idle the longest.
 """
 
 from __future__ import annotations
@@ -86,21 +86,32 @@ class ServeLimits:
 class BoundedConnection(HttpToolsProtocol):
     """uvicorn's httptools connection, closed when it holds a slot without using it: headers
     not complete within `limits.header_timeout` (from its start, or from the end of its last
-    response: a client trickling one byte at a time would otherwise hold it forever), and
-    closed at once when `limits.max_connections` are already open. Made per server by
-    `bounded_connection`."""
+    response: a client trickling one byte at a time would otherwise hold it forever). When
+    `limits.max_connections` are open, a new connection takes the place of the one that has
+    waited longest for a request, or is closed at once when every one is busy with a request.
+    Made per server by `bounded_connection`."""
 
     limits: ClassVar[ServeLimits]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._waiting_since: float | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
-            transport.close()
-            return
+            waiting = [
+                connection
+                for connection in self.connections
+                if isinstance(connection, BoundedConnection)
+                and connection is not self
+                and connection._waiting_since is not None
+            ]
+            if not waiting:
+                transport.close()
+                return
+            min(waiting, key=lambda connection: connection._waiting_since or 0.0)._close_idle()
         self._arm_header_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -118,16 +129,18 @@ class BoundedConnection(HttpToolsProtocol):
 
     def _arm_header_timer(self) -> None:
         self._disarm_header_timer()
-        self._header_timer = self.loop.call_later(self.limits.header_timeout, self._too_slow)
+        self._waiting_since = self.loop.time()
+        self._header_timer = self.loop.call_later(self.limits.header_timeout, self._close_idle)
 
     def _disarm_header_timer(self) -> None:
+        self._waiting_since = None
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
 
-    def _too_slow(self) -> None:
-        # armed only between requests (disarmed once headers are in): nothing is half-written
-        self._header_timer = None
+    def _close_idle(self) -> None:
+        # only between requests (the timer is disarmed once headers are in): nothing is half-sent
+        self._disarm_header_timer()
         self.transport.close()
 
 

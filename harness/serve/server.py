@@ -106,13 +106,11 @@ def _uvicorn_config(app: ReplayApp) -> uvicorn.Config:
         access_log=False,
         lifespan="on",
         interface="asgi3",
-        # httptools (installed with harness), with the header timeout and connection cap
+        # httptools (installed with harness), with the header timeout and the connection cap (one
+        # request at a time per connection, so it caps requests in flight too)
         http=bounded_connection(limits),
         loop="auto",  # uvloop, installed with harness where it runs
         timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # a float works
-        # beyond the cap a connection is closed as it arrives; this answers 503 to requests
-        # that arrive on connections opened just before
-        limit_concurrency=limits.max_connections,
     )
 
 

@@ -250,19 +250,44 @@ def test_a_kept_alive_connection_is_closed_after_the_idle_timeout(tmp_path: Path
         assert closed_by_server(connection)
 
 
-def test_connections_over_the_cap_are_closed_and_the_server_recovers(tmp_path: Path) -> None:
-    limits = ServeLimits(max_connections=4, header_timeout=0.5)
+def test_over_the_connection_cap_a_new_connection_takes_the_place_of_the_longest_idle(
+    tmp_path: Path,
+) -> None:
+    limits = ServeLimits(max_connections=4, header_timeout=60)
     with ReplayServer(tmp_path, limits=limits) as server:
-        held = [connect(server.url) for _ in range(4)]
+        held = []
         try:
-            with connect(server.url) as extra:
-                assert closed_by_server(extra)
-            for connection in held:  # idle: each closed by the header timeout
-                assert closed_by_server(connection)
+            for _ in range(4):
+                held.append(connect(server.url))
+                time.sleep(0.05)  # each idle longer than the next
+            # a flood of idle connections never keeps a real client out
+            assert raw_request(server.url, "GET", "/_harness/health").status == 200
+            assert closed_by_server(held[0])
+            held[1].settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                held[1].recv(1)  # still open: only the longest idle went
         finally:
             for connection in held:
                 connection.close()
-        assert raw_request(server.url, "GET", "/_harness/health").status == 200
+
+
+def test_over_the_connection_cap_with_every_connection_busy_a_new_one_is_closed(
+    tmp_path: Path,
+) -> None:
+    limits = ServeLimits(max_connections=2, header_timeout=60)
+    with ReplayServer(tmp_path, limits=limits) as server:
+        busy = [connect(server.url) for _ in range(2)]
+        try:
+            for connection in busy:  # headers in, the body never comes: busy with a request
+                connection.sendall(
+                    f"POST /c/x{CHAT} HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n".encode()
+                )
+            time.sleep(0.2)
+            with connect(server.url) as extra:
+                assert closed_by_server(extra)
+        finally:
+            for connection in busy:
+                connection.close()
 
 
 # -- memory over thousands of clients --------------------------------------------------------------
