@@ -55,7 +55,7 @@ from harness.cassettes.key import canonical_request_key
 from harness.cassettes.transport import CassetteTransport
 from harness.errors import HarnessError, IllegalArgumentException
 from harness.llm.adapters import RequestFormatError, adapter_for
-from harness.llm.gateway import Completer, GatewayConfig, LlmGateway
+from harness.llm.gateway import Completer, GatewayConfig, LlmGateway, parse_provider
 from harness.llm.models import (
     FRAGMENT_BASE,
     AssistantMessage,
@@ -796,7 +796,7 @@ def replay_reproduces_run(
     `ScriptTransport`), replay it in mode `none`, and assert the replayed run ends in exactly the
     recorded run's state with every interaction played. Returns the replayed result."""
     run_id = f"run-{uuid.uuid4().hex[:12]}"
-    config = GatewayConfig(provider=provider, base_url="https://scripted.invalid")  # type: ignore[arg-type]
+    config = GatewayConfig(provider=parse_provider(provider), base_url="https://scripted.invalid")
     with tempfile.TemporaryDirectory(dir=folder) as directory:
         path = Path(directory) / "run.json"
         script = ScriptTransport(config.provider, list(replies))

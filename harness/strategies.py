@@ -44,7 +44,7 @@ from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.models import Effort, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.completion import INPUT_FINAL_ANSWER, MAX_ANSWER_UTF16_UNITS
-from harness.providers import Provider
+from harness.providers import BUILT_IN, Provider, ProviderSpec, find_provider, unknown_provider
 from harness.runtimes.base import RUNTIME_NAMES
 from harness.scenarios.format import AgentSpec, Scenario
 
@@ -74,10 +74,10 @@ PROVIDERS: Final = providers.PROVIDERS
 RUNTIMES: Final = RUNTIME_NAMES
 """The runtime profiles `run_agent` accepts."""
 MODELS: Final[dict[ProviderName, tuple[str, ...]]] = {
-    "openai": ("gpt-4o-mini", "gpt-4.1"),
-    "anthropic": ("claude-sonnet-4-5",),
+    name: spec.tool_models for name, spec in BUILT_IN.items()
 }
-"""Models that accept tools and a forced tool choice (without extended thinking)."""
+"""Models that accept tools and a forced tool choice (without extended thinking), per built-in
+provider (`ProviderSpec.tool_models`; generated agents read any registered provider's spec)."""
 CANARY: Final = "canary-7d1e-secret"
 """A marker generated into decision states; it must never appear in an error message."""
 
@@ -251,16 +251,17 @@ def replies(
 
     `output_tool` is the tool your agent's model answers with: the harness's own loop calls it
     `__finish__` (the default); an agent of your own names it as it likes (`final_answer`).
-    Replies are ones `provider` can send: for Anthropic, whose `tool_use.input` is always an
-    object, arguments that are not a JSON object appear only in replies cut off by the token limit.
+    Replies are ones `provider` can send: where tool input is always an object (Anthropic's
+    `tool_use.input`, `ProviderSpec.tool_input_is_object`), arguments that are not a JSON object
+    appear only in replies cut off by the token limit.
     """
     output_tool = _tool_name(output_tool, "output_tool")
-    anthropic = provider == "anthropic"
+    objects_only = _spec(provider).tool_input_is_object
     schema = schema or {"type": "object"}
     output_valid = valid_outputs(schema) if _properties(schema) else st.just({})
     output: st.SearchStrategy[JsonValue] = output_valid
     if _properties(schema):
-        output = output_valid | invalid_outputs(schema, objects_only=anthropic)
+        output = output_valid | invalid_outputs(schema, objects_only=objects_only)
 
     def answer(arguments: JsonValue) -> ScriptedToolCall:
         return ScriptedToolCall(name=output_tool, arguments=arguments)
@@ -292,7 +293,7 @@ def replies(
         arguments = cast(
             "st.SearchStrategy[JsonValue]", st.fixed_dictionaries({}, optional={"q": _WORDS})
         )
-        if not anthropic:
+        if not objects_only:
             arguments = arguments | st.just('{"q": "Pa')
         kinds.append(
             st.builds(
@@ -315,6 +316,13 @@ def replies(
             )
         )
     return st.one_of(kinds)
+
+
+def _spec(provider: str) -> ProviderSpec:
+    spec = find_provider(provider)
+    if spec is None:
+        raise IllegalArgumentException(unknown_provider(provider))
+    return spec
 
 
 def _tool_name(value: object, name: str) -> str:
@@ -433,16 +441,18 @@ def agents(
 
     Reasoning on Anthropic (extended thinking) makes a forced call impossible: such runs fail with
     `framework_completion_tool_choice_unsupported`, which is one of the documented outcomes.
-    Anthropic counts thinking toward `max_tokens`, so with thinking on a small cap is raised to
-    one the thinking budget fits under (Messages refuses anything else before it answers).
+    Anthropic counts thinking toward `max_tokens` (`thinking_counts_toward_max_tokens`), so with
+    thinking on a small cap is raised to one the thinking budget fits under (Messages refuses
+    anything else before it answers).
     """
     schema: st.SearchStrategy[dict[str, JsonValue] | None] = (
         output_schemas() if output_schema else st.none()
     )
+    spec = _spec(provider)
     return st.builds(
         AgentDefinition,
         system_prompt=st.just("You find capitals."),
-        model=st.sampled_from(MODELS[provider]),
+        model=st.sampled_from(spec.tool_models),
         tools=_tools(_TOOL_NAMES),
         output_schema=schema,
         max_steps=max_steps if max_steps is not None else st.integers(1, 3),
@@ -457,7 +467,7 @@ def agents(
         ),
         memory=st.none()
         | st.builds(Memory, memories=st.lists(_WORDS.filter(bool), max_size=2).map(tuple)),
-    ).map(_room_for_thinking if provider == "anthropic" else _unchanged)
+    ).map(_room_for_thinking if spec.thinking_counts_toward_max_tokens else _unchanged)
 
 
 _THINKING_ROOM: Final = 20_000

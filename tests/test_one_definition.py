@@ -1,14 +1,17 @@
 """Each concept is defined once. An enumeration is written out once and every other list of it
-is derived; a scenario's agent block extends the same declaration as the agent definition.
+is derived; a scenario's agent block extends the same declaration as the agent definition; a
+provider's facts live in its `ProviderSpec` alone.
 
 A second hand-written copy drifts: a runtime added to the scenario format but not to the command
 line's choices is refused by one and accepted by the other. The scan below finds every tuple,
-list, set and `Literal[...]` in the package that names all members of an enumeration.
+list, set and `Literal[...]` in the package that names all members of an enumeration, and every
+table keyed by a provider's name or comparison with one outside the providers' own modules.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, get_args
@@ -35,7 +38,7 @@ ENUMERATIONS: Final[dict[str, tuple[tuple[str, ...], list[str]]]] = {
     # name: (members, the modules that write all of them out: the one definition)
     "runtimes": (RUNTIME_NAMES, ["harness/runtimes/base.py"]),
     "store kinds": (STORE_KINDS, ["harness/stores/base.py"]),
-    "providers": (PROVIDERS, ["harness/providers.py"]),
+    "providers": (PROVIDERS, ["harness/providers/__init__.py"]),
     "reasoning efforts": (ALL_EFFORTS, ["harness/llm/models.py"]),
     "cancel points": (get_args(CancelPoint), ["harness/agent/state.py"]),
     "target features": (get_args(Feature), ["harness/targets/protocol.py"]),
@@ -66,14 +69,23 @@ def _strings(items: list[ast.expr]) -> set[str]:
     }
 
 
+@functools.cache
+def _package_trees() -> tuple[tuple[str, ast.Module], ...]:
+    """(path from the repository root, parsed module) of every module of the package, parsed
+    once for every scan of this file."""
+    return tuple(
+        (path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    )
+
+
 def _places_listing(members: tuple[str, ...]) -> list[str]:
-    places: list[str] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for line, strings in _listed_strings(tree):
-            if set(members) <= strings:
-                places.append(f"{path.relative_to(PACKAGE.parent).as_posix()}:{line}")
-    return places
+    return [
+        f"{path}:{line}"
+        for path, tree in _package_trees()
+        for line, strings in _listed_strings(tree)
+        if set(members) <= strings
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(ENUMERATIONS))
@@ -90,6 +102,60 @@ def test_the_scan_finds_a_copy() -> None:
     tree = ast.parse('A = Literal["openai", "anthropic"]\nB = ("x", "openai", "anthropic")')
     found = [strings for _, strings in _listed_strings(tree) if set(PROVIDERS) <= strings]
     assert len(found) == 2
+
+
+PROVIDER_HOMES: Final = ("harness/providers/",)
+"""Where a provider may be named in a table or a comparison: its spec and the registry."""
+
+
+def _provider_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and node.value in PROVIDERS:
+        return str(node.value)
+    return None
+
+
+def _provider_tables_and_comparisons(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) of every dict keyed by a provider's name (`{"openai": ...}`,
+    `dict(openai=...)`) and every comparison with one (`x == "openai"`, `x in ("openai", ...)`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if key is not None and (name := _provider_name(key)):
+                    yield key.lineno, f"{name!r} as a dict key"
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "dict":
+            for keyword in node.keywords:
+                if keyword.arg in PROVIDERS:
+                    yield node.lineno, f"{keyword.arg!r} as a dict key"
+        elif isinstance(node, ast.Compare):
+            for operand in [node.left, *node.comparators]:
+                items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else []
+                for item in [operand, *items]:
+                    if name := _provider_name(item):
+                        yield item.lineno, f"a comparison with {name!r}"
+
+
+def test_no_provider_is_named_in_a_table_or_a_comparison_outside_its_spec() -> None:
+    places = [
+        f"{path}:{line}: {what}"
+        for path, tree in _package_trees()
+        if not path.startswith(PROVIDER_HOMES)
+        for line, what in _provider_tables_and_comparisons(tree)
+    ]
+    assert places == [], (
+        "a provider's facts live in its ProviderSpec (harness/providers/): ask the registry "
+        "(find_provider, detect_spec) or a spec field instead of naming the provider at "
+        + "; ".join(places)
+    )
+
+
+def test_the_provider_scan_finds_tables_and_comparisons() -> None:
+    tree = ast.parse(
+        'A = {"openai": 1}\nB = dict(anthropic=2)\nC = x == "anthropic"\n'
+        'D = "openai" != y\nE = z in ("openai", "other")\nF = {"other": "openai"}\n'
+        'G = w == "openai-beta"\n'
+    )
+    found = sorted(line for line, _ in _provider_tables_and_comparisons(tree))
+    assert found == [1, 2, 3, 4, 5]
 
 
 def test_every_runtime_has_a_profile_in_order() -> None:

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "CassetteError": "harness.errors",
     "CassetteFormatError": "harness.errors",
     "CassetteMissError": "harness.errors",
+    "CassetteMiss": "harness.errors",  # the earlier name, kept until 1.0
     "CassetteTamperedError": "harness.errors",
     "CassetteUnplayedError": "harness.errors",
     "CassetteWriteError": "harness.errors",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from harness.errors import (
         CassetteError,
         CassetteFormatError,
+        CassetteMiss,
         CassetteMissError,
         CassetteTamperedError,
         CassetteUnplayedError,
@@ -78,6 +80,7 @@ __all__ = [
     "CassetteDocument",
     "CassetteError",
     "CassetteFormatError",
+    "CassetteMiss",
     "CassetteMissError",
     "CassetteTamperedError",
     "CassetteTransport",

@@ -6,8 +6,10 @@ with sorted keys of:
 - `method`, upper-case;
 - `path`, and `query` as its parameters sorted (credential parameters left out); scheme, host and
   port are not part of the key, so a cassette recorded against one base URL replays against any;
-- `headers`: only the behaviour-changing ones in `KEYED_HEADERS`, lower-cased;
-- `body`: the parsed JSON body with volatile fields removed, or for a non-JSON body `body_text`
+- `headers`: only the behaviour-changing ones (every registered provider's `keyed_headers`),
+  lower-cased;
+- `body`: the parsed JSON body with the provider's volatile fields (its spec's
+  `volatile_fields`) and the caller's removed, or for a non-JSON body `body_text`
   (UTF-8) or `body_base64`; an empty body is `null`.
 
 This is a compatibility contract: golden tests pin the key of fixed requests, and changing how it
@@ -26,19 +28,18 @@ from urllib.parse import parse_qsl, urlsplit
 
 from harness.errors import CassetteError
 from harness.json_body import parse_json_body
-from harness.providers import detect_provider
+from harness.providers import BUILT_IN, detect_spec, find_provider, keyed_header_names
 from harness.scrub import CREDENTIAL_QUERY_PARAMETERS
 
-KEYED_HEADERS: Final = frozenset(
-    {"anthropic-version", "anthropic-beta", "openai-beta", "openai-version", "api-version"}
-)
-"""Headers that change what a provider does, and so are part of the key."""
+KEYED_HEADERS: Final = frozenset(name for spec in BUILT_IN.values() for name in spec.keyed_headers)
+"""Headers that change what a built-in provider does, and so are part of the key (the key
+reads every registered provider's, `harness.providers.keyed_header_names()`)."""
 
 DEFAULT_VOLATILE_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
-    "openai": ("/user", "/safety_identifier", "/prompt_cache_key", "/metadata"),
-    "anthropic": ("/metadata/user_id",),
+    name: spec.volatile_fields for name, spec in BUILT_IN.items()
 }
-"""Body fields (JSON pointers) that vary between runs without changing the answer, per provider.
+"""Body fields (JSON pointers) that vary between runs without changing the answer, per built-in
+provider (`ProviderSpec.volatile_fields`; a registered provider's come from its spec).
 
 OpenAI: `user`, `safety_identifier` and `prompt_cache_key` identify the end user or a cache
 bucket, and `metadata` is stored-completion bookkeeping. Anthropic: `metadata.user_id`.
@@ -47,7 +48,8 @@ A `*` segment matches every item of an array or every member of an object.
 
 
 class VolatileFieldError(CassetteError, ValueError):
-    """A volatile-field entry is not a JSON pointer."""
+    """Raised when an entry of `volatile` (the request fields a cassette leaves out of its request
+    key) is not a JSON pointer (RFC 6901)."""
 
     code = "cassette_volatile_field_invalid"
 
@@ -112,10 +114,11 @@ def keyed_headers(
     if headers is None:
         return {}
     items = headers.items() if isinstance(headers, Mapping) else headers
+    names = keyed_header_names()
     keyed: dict[str, list[str]] = {}
     for name, value in items:
         lowered = name.lower()
-        if lowered in KEYED_HEADERS:
+        if lowered in names:
             keyed.setdefault(lowered, []).append(value)
     return {name: ", ".join(values) for name, values in keyed.items()}
 
@@ -127,10 +130,8 @@ def _canonical_body(
         return {"body": None}
     is_json, value = parse_json_body(body)
     if is_json:
-        pointers = (
-            *DEFAULT_VOLATILE_FIELDS.get(provider or detect_provider(path) or "", ()),
-            *volatile,
-        )
+        spec = find_provider(provider) if provider else detect_spec(path)
+        pointers = (*(spec.volatile_fields if spec is not None else ()), *volatile)
         if pointers:
             value = remove_pointers(value, pointers)
         return {"body": value}

@@ -75,7 +75,7 @@ from harness.cassettes.record import Recorder
 from harness.cassettes.store import lock_for
 from harness.errors import CassetteError, CassetteFormatError
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
-from harness.providers import ANTHROPIC_VERSION, detect_provider
+from harness.providers import ANTHROPIC_VERSION, detect_provider, detect_spec
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
 
 MATCHER_NAME: Final = "request_hash"
@@ -90,17 +90,17 @@ MAX_MISMATCH_LINES: Final = 3
 
 
 class VcrImportError(CassetteError, ValueError):
-    """`import_vcr` was given sources it cannot convert: a missing path, a folder without
-    cassettes, or two sources that would write the same output file."""
+    """Raised when `harness cassettes import-vcr` (`import_vcr`) is given sources it cannot convert:
+    a missing path, a folder without cassettes, or two sources that would write the same output
+    file."""
 
     code: ClassVar[str] = "cassette_vcr_import_invalid"
 
 
 class RequestHashMismatchError(CassetteError, AssertionError):
-    """The `request_hash` matcher's verdict: two requests have different canonical keys.
-
-    An `AssertionError`, which is how vcrpy matchers say "no match" (vcrpy reports the message).
-    """
+    """Raised by vcrpy's `request_hash` matcher (installed by `harness.cassettes.vcr.register`) when
+    two requests have different canonical keys: an `AssertionError`, which is how vcrpy matchers say
+    "no match" (vcrpy reports the message)."""
 
     code: ClassVar[str] = "cassette_request_hash_mismatch"
 
@@ -621,7 +621,7 @@ def _convert_vcr_file(
             if _lacks_anthropic_version(request):
                 without_version += 1
                 if anthropic_version is not None:
-                    request.headers["anthropic-version"] = anthropic_version
+                    request.headers[_ANTHROPIC_VERSION_HEADER] = anthropic_version
         except (ValueError, httpx.InvalidURL) as error:
             raise CassetteFormatError(f"{path}: interaction #{index} request: {error}") from None
         _check_nesting(path, f"interaction #{index} request", request.content)
@@ -630,10 +630,17 @@ def _convert_vcr_file(
 
 
 def _lacks_anthropic_version(request: httpx.Request) -> bool:
+    """A request to an API that requires `anthropic-version` (its spec's `version_headers`)
+    recorded without it."""
+    spec = detect_spec(request.url.path)
     return (
-        detect_provider(request.url.path) == "anthropic"
-        and "anthropic-version" not in request.headers
+        spec is not None
+        and _ANTHROPIC_VERSION_HEADER in spec.version_headers
+        and _ANTHROPIC_VERSION_HEADER not in request.headers
     )
+
+
+_ANTHROPIC_VERSION_HEADER: Final = "anthropic-version"
 
 
 VCR_YAML_LIMITS: Final = YamlLimits(
@@ -777,4 +784,4 @@ __all__ = [
 ]
 
 RequestHashMismatch = RequestHashMismatchError
-"""The earlier name of `RequestHashMismatchError`, kept so existing code keeps working."""
+"""The earlier name of `RequestHashMismatchError`, deprecated: kept until 1.0."""

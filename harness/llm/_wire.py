@@ -43,10 +43,11 @@ _SCRUBBER: Final = Scrubber()
 
 
 class RequestFormatError(IllegalArgumentException):
-    """A request body that is not in the provider's request format.
+    """Raised when `parse_request` (or a script) reads a request body that is not in the provider's
+    request format.
 
-    The message names the field as a JSON path (`messages[2].tool_calls[0].function.name`) and
-    what it should be, never the value: request bodies carry prompts and user content.
+    The message names the field as a JSON path (`messages[2].tool_calls[0].function.name`) and what
+    it should be, never the value: request bodies carry prompts and user content.
     """
 
     code: ClassVar[str] = "llm_request_invalid"

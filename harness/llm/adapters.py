@@ -1,8 +1,9 @@
-"""The adapter contract and the dispatch: `adapter_for("openai" | "anthropic")`.
+"""The adapter contract and the dispatch: `adapter_for(provider)`.
 
-An adapter is a module with eleven functions (`ProviderAdapter`): render the exact wire JSON of a
-neutral `LlmRequest`, name its path and non-secret headers, and parse a JSON reply, a stream of
-server-sent events, or an error answer into neutral values; and, the other way round, read a
+An adapter is a module with ten functions (`ProviderAdapter`): render the exact wire JSON of a
+neutral `LlmRequest`, and parse a JSON reply, a stream of server-sent events, or an error answer
+into neutral values; say what a model accepts on its wire (`model_capabilities`, from its table
+of model rules); and, the other way round, read a
 request body back into a neutral `LlmRequest` (`parse_request`, for code that receives requests
 it did not build, such as an agent written on a provider SDK, and `forced_tool`, which tells a
 forced call from a work call by its tool choice alone), render a neutral `LlmResponse` as
@@ -10,21 +11,26 @@ the provider's JSON reply or event stream and an error as the provider's error b
 scripted reply goes through the same parser as a recorded one.
 `harness.llm.openai` (Chat Completions) and `harness.llm.anthropic` (Messages) are the two
 implementations; a gateway holds one of them and never branches on the provider. What both share
-lives in `harness.llm._wire`.
+lives in `harness.llm._wire`. Where a request goes and with which headers is the provider's
+(`ProviderSpec`), not the adapter's: a provider that reuses an adapter (an OpenAI-compatible API
+at its own path) keeps its own. Which adapter a provider speaks is `ProviderSpec.adapter`.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from pydantic import JsonValue
 
 from harness.errors import AgentDecisionCallException, IllegalArgumentException
 from harness.llm._wire import FRAGMENT_WIRE, RequestFormatError, ServerSentEventLike
 from harness.llm.models import LlmRequest, LlmResponse
-from harness.providers import PROVIDERS, Provider
+from harness.providers import Provider, find_provider, unknown_provider
+
+if TYPE_CHECKING:
+    from harness.llm.capabilities import Capabilities
 
 __all__ = [
     "FRAGMENT_WIRE",
@@ -44,9 +50,7 @@ class ProviderAdapter(Protocol):
 
     def forced_tool(self, body: JsonValue) -> str | None: ...
 
-    def request_path(self, request: LlmRequest) -> str: ...
-
-    def request_headers(self) -> dict[str, str]: ...
+    def model_capabilities(self, provider: Provider, model: str) -> Capabilities: ...
 
     def parse_response(self, payload: JsonValue) -> LlmResponse: ...
 
@@ -66,20 +70,14 @@ class ProviderAdapter(Protocol):
 
 
 def adapter_for(provider: Provider) -> ProviderAdapter:
-    """The adapter module for `provider`; refuses any other name, listing the supported ones."""
-    try:
-        module = _ADAPTERS[provider]
-    except KeyError:
-        raise IllegalArgumentException(
-            f"expected one of {', '.join(PROVIDERS)} but got provider={provider!r} "
-            f"(type={type(provider).__name__})"
-        ) from None
-    return cast(ProviderAdapter, importlib.import_module(module))
+    """The adapter module of a registered provider (its spec's `adapter`), imported the first
+    time it is asked for, so a run on one provider loads nothing of the other's; refuses any
+    other name, listing the registered ones."""
+    spec = find_provider(provider)
+    if spec is None:
+        raise IllegalArgumentException(unknown_provider(provider))
+    return cast(ProviderAdapter, importlib.import_module(spec.adapter))
 
-
-_ADAPTERS: Final = {"openai": "harness.llm.openai", "anthropic": "harness.llm.anthropic"}
-"""Each provider's adapter module, imported the first time a gateway needs it (a run on one
-provider loads nothing of the other's)."""
 
 if TYPE_CHECKING:  # mypy checks that both modules implement the protocol
     from harness.llm import anthropic, openai

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from pydantic import JsonValue
@@ -68,6 +69,7 @@ from harness.llm._wire import (
     stream_pieces,
     wire_system,
 )
+from harness.llm.capabilities import ALL_EFFORTS, Capabilities, CapabilityRule, first_matching
 from harness.llm.models import (
     AssistantMessage,
     Effort,
@@ -87,10 +89,11 @@ from harness.llm.models import (
     tool_forced_by,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
-from harness.providers import ANTHROPIC_VERSION
+from harness.providers import ANTHROPIC, Provider, provider_of
 
-PROVIDER: Final = "anthropic"
-MESSAGES_PATH: Final = "/v1/messages"
+PROVIDER: Final = provider_of(ANTHROPIC)
+"""The provider this adapter is the native wire of (its errors are reported as this one's)."""
+MESSAGES_PATH: Final = ANTHROPIC.request_path
 DEFAULT_MAX_TOKENS: Final = 4096
 """`max_tokens` when the request leaves it unset (Messages requires it)."""
 
@@ -154,13 +157,48 @@ def thinking_budget(reasoning: ReasoningEffort, max_tokens: int | None = None) -
 
 
 def request_path(request: LlmRequest) -> str:
-    """The path every Messages request goes to."""
+    """The path every Messages request goes to (`ProviderSpec.request_path`)."""
     return MESSAGES_PATH
 
 
 def request_headers() -> dict[str, str]:
     """Headers besides content type and credentials: the API version Messages requires."""
-    return {"anthropic-version": ANTHROPIC_VERSION}
+    return dict(ANTHROPIC.version_headers)
+
+
+def _claude(note: str, *, thinking: bool) -> Capabilities:
+    return Capabilities(
+        provider=PROVIDER,
+        model="",
+        note=note,
+        supports_response_format=False,
+        reasoning=thinking,
+        reasoning_efforts=ALL_EFFORTS if thinking else (),
+        forced_tool_choice_with_reasoning=not thinking,
+        sampling_with_reasoning=not thinking,
+    )
+
+
+_THINKING: Final = _claude(
+    "extended thinking refuses forced tool use and sampling changes", thinking=True
+)
+MODEL_RULES: Final[tuple[CapabilityRule, ...]] = (
+    CapabilityRule(
+        pattern=re.compile(r"^claude-(instant|2|3-(haiku|sonnet|opus)|3-5-)"),
+        template=_claude("before Claude 3.7 Sonnet: no extended thinking", thinking=False),
+    ),
+    CapabilityRule(pattern=re.compile(r"^claude-"), template=_THINKING),
+)
+"""What Claude models differ in (see `harness.llm.capabilities`), the first match winning."""
+DEFAULT_CAPABILITIES: Final = replace(
+    _THINKING, note="Anthropic defaults: thinks like current models"
+)
+"""An unknown model is assumed to think like the current ones."""
+
+
+def model_capabilities(provider: Provider, model: str) -> Capabilities:
+    """What `model` accepts on this wire, at `provider`."""
+    return first_matching(MODEL_RULES, DEFAULT_CAPABILITIES, provider=provider, model=model)
 
 
 def render_request(request: LlmRequest) -> dict[str, JsonValue]:

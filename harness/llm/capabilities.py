@@ -1,9 +1,12 @@
 """What each provider and model accepts, so an impossible request fails before any call.
 
-One table per provider maps model-name patterns to a frozen `Capabilities` record; the first
-pattern that matches the model name wins, and an unknown model gets the provider's defaults
-(OpenAI: tools, forced tool choice, no reasoning; Anthropic: thinks like the current Claude
-models). A model name is matched without a routing prefix (`openai/gpt-5` matches like `gpt-5`).
+Each wire adapter holds one table (`MODEL_RULES`, `DEFAULT_CAPABILITIES`, read through its
+`model_capabilities`) mapping model-name patterns to a frozen `Capabilities` record: the rules
+are facts of the models a wire serves, so a provider that reuses an adapter (an OpenAI-compatible
+API) gets its table. The first pattern that matches the model name wins, and an unknown model
+gets the adapter's defaults (OpenAI: tools, forced tool choice, no reasoning; Anthropic: thinks
+like the current Claude models). A model name is matched without a routing prefix
+(`openai/gpt-5` matches like `gpt-5`).
 
 The rules that matter for a harness that forces a final tool call:
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal, get_args
 
 from harness.errors import IllegalArgumentException, ToolChoiceUnsupportedError
+from harness.llm.adapters import adapter_for
 from harness.llm.models import Effort, LlmRequest, NamedToolChoice, Reasoning, ReasoningEffort
 from harness.providers import PROVIDERS as PROVIDERS
 from harness.providers import Provider as Provider
@@ -63,103 +67,33 @@ class Capabilities:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Rule:
+class CapabilityRule:
+    """Models whose name matches `pattern` have `template`'s capabilities (its `provider` and
+    `model` are replaced by the ones asked about)."""
+
     pattern: re.Pattern[str]
     template: Capabilities
 
 
-def _openai_reasoning(note: str, efforts: tuple[Effort, ...]) -> Capabilities:
-    return Capabilities(
-        provider="openai",
-        model="",
-        note=note,
-        reasoning=True,
-        reasoning_efforts=efforts,
-        sampling_with_reasoning=False,
-        max_tokens_parameter="max_completion_tokens",
-    )
-
-
-def _anthropic(note: str, *, thinking: bool) -> Capabilities:
-    return Capabilities(
-        provider="anthropic",
-        model="",
-        note=note,
-        supports_response_format=False,
-        reasoning=thinking,
-        reasoning_efforts=ALL_EFFORTS if thinking else (),
-        forced_tool_choice_with_reasoning=not thinking,
-        sampling_with_reasoning=not thinking,
-    )
-
-
-_ANTHROPIC_THINKING: Final = _anthropic(
-    "extended thinking refuses forced tool use and sampling changes", thinking=True
-)
-_RULES: Final[dict[Provider, tuple[_Rule, ...]]] = {
-    "openai": (
-        _Rule(
-            pattern=re.compile(r"^o1-(mini|preview)"),
-            template=replace(
-                _openai_reasoning("o1 previews: no tools, no system message, no effort", ()),
-                supports_tools=False,
-                supports_forced_tool_choice=False,
-                supports_system_prompt=False,
-                supports_response_format=False,
-            ),
-        ),
-        _Rule(
-            pattern=re.compile(r"^gpt-5[.\d]*-chat"),
-            template=Capabilities(
-                provider="openai",
-                model="",
-                note="GPT-5 chat: no reasoning, but only max_completion_tokens",
-                max_tokens_parameter="max_completion_tokens",
-            ),
-        ),
-        _Rule(
-            pattern=re.compile(r"^gpt-5"),
-            template=_openai_reasoning("GPT-5 reasoning: also the minimal effort", ALL_EFFORTS),
-        ),
-        _Rule(
-            pattern=re.compile(r"^o[134](-|$)"),
-            template=_openai_reasoning(
-                "o-series reasoning: low, medium, high", ("low", "medium", "high")
-            ),
-        ),
-    ),
-    "anthropic": (
-        _Rule(
-            pattern=re.compile(r"^claude-(instant|2|3-(haiku|sonnet|opus)|3-5-)"),
-            template=_anthropic("before Claude 3.7 Sonnet: no extended thinking", thinking=False),
-        ),
-        _Rule(pattern=re.compile(r"^claude-"), template=_ANTHROPIC_THINKING),
-    ),
-}
-_DEFAULTS: Final[dict[Provider, Capabilities]] = {
-    "openai": Capabilities(provider="openai", model="", note="OpenAI defaults"),
-    "anthropic": replace(
-        _ANTHROPIC_THINKING, note="Anthropic defaults: thinks like current models"
-    ),
-}
+def first_matching(
+    rules: tuple[CapabilityRule, ...], defaults: Capabilities, *, provider: Provider, model: str
+) -> Capabilities:
+    """The template of the first rule matching `model` (without a routing prefix, lower-cased),
+    else `defaults`, for `provider` and `model`: how every adapter reads its table."""
+    name = model.rsplit("/", 1)[-1].lower()
+    template = next((rule.template for rule in rules if rule.pattern.search(name)), defaults)
+    return replace(template, provider=provider, model=model)
 
 
 def capabilities_for(provider: Provider, model: str) -> Capabilities:
-    """The capabilities of `model` at `provider`, from the first matching table rule.
+    """The capabilities of `model` at `provider`, from the first matching rule of the table of
+    the provider's wire adapter (`ProviderSpec.adapter`).
 
-    An unknown model gets the provider's defaults; an unknown Anthropic model is assumed to
-    think like the current ones (and so to refuse forced tool use while thinking).
+    An unknown model gets the adapter's defaults; an unknown Anthropic model is assumed to
+    think like the current ones (and so to refuse forced tool use while thinking). A name that
+    is no registered provider is an `IllegalArgumentException` listing them.
     """
-    if provider not in _RULES:
-        raise IllegalArgumentException(
-            f"expected one of {', '.join(PROVIDERS)} but got provider={provider!r} "
-            f"(type={type(provider).__name__})"
-        )
-    name = model.rsplit("/", 1)[-1].lower()
-    for rule in _RULES[provider]:
-        if rule.pattern.search(name):
-            return replace(rule.template, model=model)
-    return replace(_DEFAULTS[provider], model=model)
+    return adapter_for(provider).model_capabilities(provider, model)
 
 
 def supports_tools(provider: Provider, model: str) -> bool:

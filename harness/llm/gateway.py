@@ -29,8 +29,16 @@ from harness.http_clients import (
     timeout_errors,
 )
 from harness.llm.adapters import adapter_for
-from harness.llm.capabilities import PROVIDERS, Provider, check_request
+from harness.llm.capabilities import check_request
 from harness.llm.models import LlmRequest, LlmResponse
+from harness.providers import (
+    BUILT_IN,
+    Provider,
+    ProviderSpec,
+    as_provider,
+    find_provider,
+    unknown_provider,
+)
 from harness.scrub import redact
 
 if TYPE_CHECKING:
@@ -38,23 +46,24 @@ if TYPE_CHECKING:
 
     from harness.llm.script import ScriptedReply
 
+# The built-in providers' facts as tables, for code that imports them from here; the gateway
+# itself asks the provider's spec, so a provider registered at run time works too.
 DEFAULT_BASE_URLS: Final[Mapping[Provider, str]] = {
-    "openai": "https://api.openai.com",
-    "anthropic": "https://api.anthropic.com",
+    name: spec.default_base_url for name, spec in BUILT_IN.items()
 }
 API_KEY_VARIABLES: Final[Mapping[Provider, str]] = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
+    name: spec.api_key_variable for name, spec in BUILT_IN.items()
 }
 BASE_URL_VARIABLES: Final[Mapping[Provider, str]] = {
-    "openai": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
+    name: spec.base_url_variable for name, spec in BUILT_IN.items()
 }
 DEFAULT_TIMEOUT_SECONDS: Final = 120.0
 
 
 class GatewayConfigError(HarnessError, ValueError):
-    """The gateway configuration is incomplete (for example no API key when recording)."""
+    """Raised when the gateway cannot be configured as asked: no API key when recording against the
+    live provider, an unknown provider, or a transport the gateway cannot call (it makes blocking
+    calls through an httpx2 or httpx sync transport)."""
 
     code = "gateway_config_invalid"
 
@@ -78,24 +87,21 @@ class GatewayConfig:
     def from_environment(
         cls, provider: str, environ: Mapping[str, str] | None = None
     ) -> GatewayConfig:
-        """Read `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` and `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
+        """Read the provider's key and base URL variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`;
+        `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`; see `ProviderSpec`), else its default base URL.
 
-        A base URL variable may include the `/v1` suffix the official SDKs use; it is removed,
-        since the adapters' paths start with `/v1`.
+        A base URL variable may include the suffix the official SDKs use (`/v1`); it is removed,
+        since the endpoints' paths include it.
         """
         checked = parse_provider(provider)
+        spec = _spec(checked)
         env = os.environ if environ is None else environ
-        base_url = env.get(BASE_URL_VARIABLES[checked]) or DEFAULT_BASE_URLS[checked]
-        return cls(
-            provider=checked,
-            base_url=base_url.rstrip("/").removesuffix("/v1"),
-            api_key=env.get(API_KEY_VARIABLES[checked]) or None,
-        )
+        return cls(provider=checked, base_url=spec.upstream_root(env), api_key=spec.api_key(env))
 
     def require_api_key(self) -> str:
         """The key, or a `GatewayConfigError` naming the variable to set (before any request)."""
         if not self.api_key:
-            variable = API_KEY_VARIABLES[self.provider]
+            variable = _spec(self.provider).api_key_variable
             raise GatewayConfigError(
                 f"no API key for {self.provider}: set {variable} in the environment to record "
                 "against the live provider"
@@ -104,14 +110,18 @@ class GatewayConfig:
 
 
 def parse_provider(value: str) -> Provider:
-    """`value` as a provider name, or a `GatewayConfigError` listing the supported ones."""
-    for provider in PROVIDERS:
-        if value == provider:
-            return provider
-    raise GatewayConfigError(
-        f"expected one of {', '.join(PROVIDERS)} but got provider={value!r} "
-        f"(type={type(value).__name__})"
-    )
+    """`value` as a registered provider's name, or a `GatewayConfigError` listing them."""
+    checked = as_provider(value)
+    if checked is None:
+        raise GatewayConfigError(unknown_provider(value))
+    return checked
+
+
+def _spec(provider: str) -> ProviderSpec:
+    spec = find_provider(provider)
+    if spec is None:  # unregistered since the configuration was made
+        raise GatewayConfigError(unknown_provider(provider))
+    return spec
 
 
 def _library_for(transport: object) -> HttpLibrary:
@@ -142,6 +152,7 @@ class LlmGateway:
 
     def __init__(self, config: GatewayConfig, *, transport: AnySyncTransport | None = None) -> None:
         self.config = config
+        self.spec = _spec(config.provider)
         self.adapter = adapter_for(config.provider)
         library = _library_for(transport)
         self._client: httpx2.Client | httpx.Client = library.module.Client(
@@ -161,7 +172,7 @@ class LlmGateway:
 
         checked = parse_provider(provider)
         script = [ScriptedReply.model_validate(reply) for reply in replies]
-        config = GatewayConfig(provider=checked, base_url=DEFAULT_BASE_URLS[checked])
+        config = GatewayConfig(provider=checked, base_url=_spec(checked).default_base_url)
         return cls(config, transport=ScriptTransport(checked, script))
 
     @classmethod
@@ -176,12 +187,9 @@ class LlmGateway:
         return cls(config, transport=transport)
 
     def _headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", **self.adapter.request_headers()}
+        headers = {"content-type": "application/json", **self.spec.version_headers}
         if self.config.api_key:
-            if self.config.provider == "anthropic":
-                headers["x-api-key"] = self.config.api_key
-            else:
-                headers["authorization"] = f"Bearer {self.config.api_key}"
+            headers.update(self.spec.auth_headers(self.config.api_key))
         return headers
 
     def complete(self, request: LlmRequest) -> LlmResponse:
@@ -214,7 +222,7 @@ class LlmGateway:
         body = json.dumps(
             self.adapter.render_request(request), ensure_ascii=False, separators=(",", ":")
         ).encode("utf-8")
-        path = self.adapter.request_path(request)
+        path = self.spec.request_path
         try:
             if request.stream:
                 with self._client.stream("POST", path, content=body) as response:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, get_args
 
 from pydantic import JsonValue
@@ -52,7 +52,12 @@ from harness.llm._wire import (
     stream_pieces,
     wire_system,
 )
-from harness.llm.capabilities import capabilities_for
+from harness.llm.capabilities import (
+    ALL_EFFORTS,
+    Capabilities,
+    CapabilityRule,
+    first_matching,
+)
 from harness.llm.models import (
     AssistantMessage,
     Effort,
@@ -73,9 +78,11 @@ from harness.llm.models import (
     tool_forced_by,
 )
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
+from harness.providers import OPENAI, Provider, provider_of
 
-PROVIDER: Final = "openai"
-CHAT_COMPLETIONS_PATH: Final = "/v1/chat/completions"
+PROVIDER: Final = provider_of(OPENAI)
+"""The provider this adapter is the native wire of (its errors are reported as this one's)."""
+CHAT_COMPLETIONS_PATH: Final = OPENAI.request_path
 STREAM_DONE: Final = "[DONE]"
 
 STOP_KINDS: Final[Mapping[str, AnyStopKind]] = {
@@ -107,20 +114,70 @@ def stop_kind(finish_reason: str) -> AnyStopKind:
 
 
 def request_path(request: LlmRequest) -> str:
-    """The path every Chat Completions request goes to."""
+    """The path every Chat Completions request goes to (`ProviderSpec.request_path`)."""
     return CHAT_COMPLETIONS_PATH
 
 
 def request_headers() -> dict[str, str]:
     """Headers besides content type and credentials: none for OpenAI."""
-    return {}
+    return dict(OPENAI.version_headers)
+
+
+def _reasoning(note: str, efforts: tuple[Effort, ...]) -> Capabilities:
+    return Capabilities(
+        provider=PROVIDER,
+        model="",
+        note=note,
+        reasoning=True,
+        reasoning_efforts=efforts,
+        sampling_with_reasoning=False,
+        max_tokens_parameter="max_completion_tokens",
+    )
+
+
+MODEL_RULES: Final[tuple[CapabilityRule, ...]] = (
+    CapabilityRule(
+        pattern=re.compile(r"^o1-(mini|preview)"),
+        template=replace(
+            _reasoning("o1 previews: no tools, no system message, no effort", ()),
+            supports_tools=False,
+            supports_forced_tool_choice=False,
+            supports_system_prompt=False,
+            supports_response_format=False,
+        ),
+    ),
+    CapabilityRule(
+        pattern=re.compile(r"^gpt-5[.\d]*-chat"),
+        template=Capabilities(
+            provider=PROVIDER,
+            model="",
+            note="GPT-5 chat: no reasoning, but only max_completion_tokens",
+            max_tokens_parameter="max_completion_tokens",
+        ),
+    ),
+    CapabilityRule(
+        pattern=re.compile(r"^gpt-5"),
+        template=_reasoning("GPT-5 reasoning: also the minimal effort", ALL_EFFORTS),
+    ),
+    CapabilityRule(
+        pattern=re.compile(r"^o[134](-|$)"),
+        template=_reasoning("o-series reasoning: low, medium, high", ("low", "medium", "high")),
+    ),
+)
+"""What OpenAI models differ in (see `harness.llm.capabilities`), the first match winning."""
+DEFAULT_CAPABILITIES: Final = Capabilities(provider=PROVIDER, model="", note="OpenAI defaults")
+
+
+def model_capabilities(provider: Provider, model: str) -> Capabilities:
+    """What `model` accepts on this wire, at `provider` (OpenAI or a compatible API)."""
+    return first_matching(MODEL_RULES, DEFAULT_CAPABILITIES, provider=provider, model=model)
 
 
 def render_request(request: LlmRequest) -> dict[str, JsonValue]:
     """The exact Chat Completions body for `request`.
 
     Tools and `tool_choice` are left out together when there are no tools. Reasoning models
-    (`capabilities_for`) get `max_completion_tokens` instead of `max_tokens`. Unset reasoning
+    (`model_capabilities`) get `max_completion_tokens` instead of `max_tokens`. Unset reasoning
     and `ReasoningDisabled` send no `reasoning_effort`. Streaming asks for the final usage chunk.
     """
     body: dict[str, JsonValue] = {"model": request.model, "messages": _render_messages(request)}
@@ -128,7 +185,7 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
         body["tools"] = [_render_tool(tool) for tool in request.tools]
         body["tool_choice"] = _render_tool_choice(request.tool_choice)
     if request.max_tokens is not None:
-        parameter = capabilities_for(PROVIDER, request.model).max_tokens_parameter
+        parameter = model_capabilities(PROVIDER, request.model).max_tokens_parameter
         body[parameter] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature

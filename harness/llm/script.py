@@ -30,7 +30,7 @@ from harness.llm.adapters import RequestFormatError, adapter_for
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
-from harness.providers import Provider, detect_provider
+from harness.providers import Provider, detect_provider, find_provider
 
 if TYPE_CHECKING:
     import httpx
@@ -135,6 +135,9 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     ):
         self.provider = provider
         self.adapter = adapter_for(provider)
+        spec = find_provider(provider)
+        # a non-streamed reply cannot carry cut-off tool input where input is always an object
+        self._objects_only = spec is not None and spec.tool_input_is_object
         self.replies = list(replies)
         self.position = start
         self.requests: list[AnyRequest] = []
@@ -190,8 +193,8 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             )
         response = reply.to_response(position)
         response_id = f"scripted-{position + 1}"
-        if self.provider == "anthropic" and not body.get("stream"):
-            response = _anthropic_plain(response)
+        if self._objects_only and not body.get("stream"):
+            response = _objects_only(response)
         if body.get("stream"):
             events = self.adapter.render_stream(response, model=model, response_id=response_id)
             return library.response(
@@ -241,9 +244,10 @@ def _json_object(content: bytes, provider: str) -> dict[str, Any]:
     return body
 
 
-def _anthropic_plain(response: LlmResponse) -> LlmResponse:
-    """A non-streamed Messages reply cannot carry a partial tool input: a cut-off call goes out
-    with `input: {}` and `stop_reason: max_tokens`, which is still read as the cut-off it is."""
+def _objects_only(response: LlmResponse) -> LlmResponse:
+    """A non-streamed reply whose tool input is always an object (`tool_input_is_object`, as in
+    Messages) cannot carry a partial one: a cut-off call goes out with `input: {}` and
+    `stop_reason: max_tokens`, which is still read as the cut-off it is."""
     calls = []
     for call in response.tool_calls:
         try:
@@ -255,7 +259,7 @@ def _anthropic_plain(response: LlmResponse) -> LlmResponse:
 
 
 ScriptExhausted = ScriptExhaustedError
-"""The earlier name of `ScriptExhaustedError`, kept so existing code keeps working."""
+"""The earlier name of `ScriptExhaustedError`, deprecated: kept until 1.0."""
 
 ScriptProviderMismatch = ScriptProviderMismatchError
-"""The earlier name of `ScriptProviderMismatchError`, kept so existing code keeps working."""
+"""The earlier name of `ScriptProviderMismatchError`, deprecated: kept until 1.0."""

@@ -13,9 +13,10 @@ from harness.agent.definition import AgentDefinition, AgentTool
 from harness.agent.loop import LlmCallConfig, LlmConfigOverride, OverrideContext
 from harness.agent.tools import ApprovalPolicy
 from harness.cassettes.modes import RecordMode
+from harness.errors import IllegalArgumentException
 from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptTransport
-from harness.providers import Provider
+from harness.providers import Provider, find_provider, unknown_provider
 from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
 
 if TYPE_CHECKING:
@@ -39,8 +40,11 @@ def agent_definition(scenario: Scenario, spec: AgentSpec) -> AgentDefinition:
 
 
 def default_model(provider: Provider) -> str:
-    """The model a scenario that names none runs on."""
-    return "gpt-4o-mini" if provider == "openai" else "claude-sonnet-4-5"
+    """The model a scenario that names none runs on: the provider's `default_model`."""
+    spec = find_provider(provider)
+    if spec is None:
+        raise IllegalArgumentException(unknown_provider(provider))
+    return spec.default_model
 
 
 def agent_named(

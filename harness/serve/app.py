@@ -26,7 +26,7 @@ from typing import Any, Final, TypeGuard
 import anyio
 import httpx2
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
@@ -42,9 +42,17 @@ from harness.http_clients import ChunkStream, http_errors
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.llm._wire import json_type
 from harness.llm.adapters import adapter_for
-from harness.llm.gateway import API_KEY_VARIABLES, BASE_URL_VARIABLES, DEFAULT_BASE_URLS
 from harness.llm.script import ScriptedReply, ScriptExhaustedError, ScriptTransport
-from harness.providers import Provider
+from harness.providers import (
+    Provider,
+    ProviderSpec,
+    as_provider,
+    find_provider,
+    keyed_header_names,
+    provider_names,
+    provider_specs,
+    unknown_provider,
+)
 from harness.serve.limits import ServeLimits
 from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
@@ -54,12 +62,15 @@ DEFAULT_OUTPUT_TOOL: Final = "__finish__"
 _HOP_BY_HOP: Final = frozenset(
     {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
-FORWARDED_HEADERS: Final = frozenset({"content-type", "accept", "user-agent", *KEYED_HEADERS})
+_CLIENT_HEADERS: Final = frozenset({"content-type", "accept", "user-agent"})
+FORWARDED_HEADERS: Final = _CLIENT_HEADERS | KEYED_HEADERS
 """The only headers of a client's request that reach the provider when a miss is recorded: what
-the request is (its content type, what it accepts), who sends it, and the provider's version and
-beta headers, which change the answer. Everything else (credentials of any spelling, cookies,
-proxy and organisation headers) is dropped; the server adds its own key."""
+the request is (its content type, what it accepts), who sends it, and the providers' version and
+beta headers, which change the answer (`ProviderSpec.keyed_headers`: the built-in providers'
+here, every registered provider's when forwarding). Everything else (credentials of any
+spelling, cookies, proxy and organisation headers) is dropped; the server adds its own key."""
 CONTROL_TOKEN_HEADER: Final = "x-harness-token"
+IDLE_POLL_SECONDS: Final = 0.005
 _RECORD_RIGHTS: Final = (RecordMode.NONE, RecordMode.ONCE, RecordMode.NEW_EPISODES, RecordMode.ALL)
 """Record modes from the least to the most a mode may do to a cassette."""
 _UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0).as_dict()
@@ -73,8 +84,9 @@ class ServeConfig:
     """What the server serves and where a record mode forwards misses.
 
     `environ` is the *server's* environment: the provider keys (`OPENAI_API_KEY`,
-    `ANTHROPIC_API_KEY`) and base URLs (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) a recording is
-    forwarded with. A client's own credentials are never forwarded.
+    `ANTHROPIC_API_KEY`) and base URLs (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`; each provider's
+    are its spec's `api_key_variable` and `base_url_variable`) a recording is forwarded with. A
+    client's own credentials are never forwarded.
 
     `allow_repeats` lets a cassette answer a request again once its recorded answers are used up
     (the last one is replayed), as `CassetteTransport(allow_repeats=True)` does: a server that
@@ -102,14 +114,21 @@ class ServeConfig:
         return next((run for run in given if run), None) or uuid.uuid4().hex
 
     def upstream(self, provider: Provider) -> str:
-        base = self.environ.get(BASE_URL_VARIABLES[provider]) or DEFAULT_BASE_URLS[provider]
-        return base.rstrip("/").removesuffix("/v1")
+        """The root a miss for `provider` is recorded from (its endpoint's path follows)."""
+        return _spec(provider).upstream_root(self.environ)
 
     def credentials(self, provider: Provider) -> dict[str, str]:
-        key = self.environ.get(API_KEY_VARIABLES[provider])
-        if not key:
-            return {}
-        return {"x-api-key": key} if provider == "anthropic" else {"authorization": f"Bearer {key}"}
+        """The server's own key for `provider`, as the header its API reads it from."""
+        spec = _spec(provider)
+        key = spec.api_key(self.environ)
+        return spec.auth_headers(key) if key else {}
+
+
+def _spec(provider: Provider) -> ProviderSpec:
+    spec = find_provider(provider)
+    if spec is None:  # removed from the registry while the server runs
+        raise RouteError(unknown_provider(provider))
+    return spec
 
 
 class SessionSpec(BaseModel):
@@ -119,9 +138,18 @@ class SessionSpec(BaseModel):
 
     script: list[ScriptedReply] | None = None
     provider: Provider | None = None
+    """Any registered provider's name (checked against the registry, not only the literal)."""
     cassette: str | None = None
     record_mode: RecordMode | None = None
     output_tool: str = Field(default=DEFAULT_OUTPUT_TOOL, min_length=1)
+
+    @field_validator("provider", mode="plain")
+    @classmethod
+    def _registered(cls, value: object) -> Provider | None:
+        checked = as_provider(value)
+        if value is not None and checked is None:
+            raise ValueError(unknown_provider(value))
+        return checked
 
 
 @dataclass
@@ -137,7 +165,14 @@ class _InUse:
     longest idle one over a limit, never while a request is using it."""
 
     active: int = field(default=0, init=False)
-    """Requests using it now, from when they are routed to when their answer has gone out."""
+    """Requests using it now, from when they are routed to when their answer has gone out (a
+    recording read to its end)."""
+
+    async def idle(self) -> None:
+        """Return once no request is using it: a recording still being read to its end after
+        its client has the answer must finish before the transport closes."""
+        while self.active:
+            await anyio.sleep(IDLE_POLL_SECONDS)
 
 
 @dataclass(eq=False)
@@ -410,7 +445,7 @@ class ReplayApp:
                 502,
                 "api_error",
                 f"the provider could not be reached to record this request "
-                f"({type(error).__name__}); check {target.provider.upper()}_BASE_URL",
+                f"({type(error).__name__}); check {target.spec.base_url_variable}",
             )
         headers = {
             name: value
@@ -524,11 +559,13 @@ class ReplayApp:
         self, request: Request, target: Route, body: bytes, recording: bool
     ) -> httpx2.Request:
         """The request as the provider would receive it: its own path, the client's headers of
-        `FORWARDED_HEADERS` alone, and the server's credentials when a miss is recorded."""
+        `FORWARDED_HEADERS` alone (and a registered provider's keyed headers), and the server's
+        credentials when a miss is recorded."""
+        keyed = keyed_header_names()
         headers = [
             (name, value)
             for name, value in request.headers.items()
-            if name.lower() in FORWARDED_HEADERS
+            if (lowered := name.lower()) in _CLIENT_HEADERS or lowered in keyed
         ]
         if recording:
             headers.extend(self.config.credentials(target.provider).items())
@@ -592,7 +629,7 @@ class ReplayApp:
             {
                 "id": session.id,
                 "url": base,
-                "base_urls": {"openai": f"{base}/v1", "anthropic": base},
+                "base_urls": {spec.name: spec.sdk_base_url(base) for spec in provider_specs()},
             },
             status_code=201,
         )
@@ -604,7 +641,8 @@ class ReplayApp:
         if spec.script is not None:
             if spec.provider is None:
                 raise RouteError(
-                    "a script session needs its provider: openai or anthropic", status=400
+                    f"a script session needs its provider: {' or '.join(provider_names())}",
+                    status=400,
                 )
             transport: ScriptTransport | CassetteTransport = ScriptTransport(
                 spec.provider, list(spec.script)
@@ -640,6 +678,7 @@ class ReplayApp:
             return _control_error(404, f"no session {identifier!r}")
         if request.method == "DELETE":
             del self.sessions[identifier]
+            await session.idle()
             await _closed(session.transport)
             return JSONResponse({"id": identifier, "deleted": True})
         return JSONResponse(session.report())

@@ -2,27 +2,39 @@
 
 `/c/<cassette>/v1/chat/completions` serves `<cassettes>/<cassette>.json`; `/s/<session>/v1/...`
 serves what a session attached. The endpoint is recognised at the end of the path, so a cassette
-may live in folders of any name (`/c/v1/old/v1/messages` is cassette `v1/old`).
+may live in folders of any name (`/c/v1/old/v1/messages` is cassette `v1/old`). The endpoints
+are every registered provider's (`ProviderSpec.endpoints`); the longest that ends the path wins.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final, Literal
 
 from harness.errors import HarnessError
-from harness.providers import Provider
+from harness.providers import BUILT_IN, Provider, ProviderSpec, provider_of, served_endpoints
 
 ENDPOINTS: Final[dict[str, Provider]] = {
-    "/v1/chat/completions": "openai",
-    "/v1/responses": "openai",
-    "/v1/messages": "anthropic",
+    endpoint.path: name for name, spec in BUILT_IN.items() for endpoint in spec.endpoints
 }
-"""The provider APIs the server speaks, by path."""
+"""The built-in provider APIs the server speaks, by path (it serves every registered provider's:
+`harness.providers.served_endpoints()`)."""
 
-_ENDPOINT = re.compile(r"(?P<endpoint>" + "|".join(re.escape(path) for path in ENDPOINTS) + r")$")
+_compiled: list[tuple[Mapping[str, ProviderSpec], re.Pattern[str]]] = []
+"""The endpoint pattern, and the registry's endpoints it was compiled from."""
+
+
+def _endpoint_pattern(endpoints: Mapping[str, ProviderSpec]) -> re.Pattern[str]:
+    """`endpoints` as one pattern anchored at the end, compiled again only when a provider is
+    registered or removed (the registry hands out a new mapping then)."""
+    if _compiled and _compiled[0][0] is endpoints:
+        return _compiled[0][1]
+    pattern = re.compile(r"(?P<endpoint>" + "|".join(re.escape(path) for path in endpoints) + r")$")
+    _compiled[:] = [(endpoints, pattern)]
+    return pattern
 
 
 class RouteError(HarnessError, ValueError):
@@ -46,8 +58,12 @@ class Route:
     endpoint: str
 
     @property
+    def spec(self) -> ProviderSpec:
+        return served_endpoints()[self.endpoint]
+
+    @property
     def provider(self) -> Provider:
-        return ENDPOINTS[self.endpoint]
+        return provider_of(self.spec)
 
 
 def route(path: str) -> Route:
@@ -62,11 +78,12 @@ def route(path: str) -> Route:
             f"no route for {_shown(path)}: requests go to /c/<cassette>/v1/... (a cassette under "
             "the cassettes folder) or /s/<session>/v1/... (a session from POST /_harness/sessions)"
         )
-    found = _ENDPOINT.search(rest)
+    endpoints = served_endpoints()
+    found = _endpoint_pattern(endpoints).search(rest)
     if found is None or found.start() == 0:
         raise RouteError(
             f"no provider endpoint at the end of {_shown(path)}; the server speaks "
-            f"{', '.join(ENDPOINTS)} after the {kind} name"
+            f"{', '.join(endpoints)} after the {kind} name"
         )
     # Only trailing slashes go: a leading one makes an absolute name, which `cassette_path`
     # refuses rather than reading it as a name inside the folder.

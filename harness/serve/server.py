@@ -9,6 +9,7 @@ import ipaddress
 import json
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,13 +20,14 @@ import httpx2
 import uvicorn
 
 from harness.cassettes import CassetteTransport, RecordMode
-from harness.errors import HarnessError
+from harness.errors import HarnessError, IllegalArgumentException
 from harness.files import write_atomically
 from harness.llm.script import ScriptedReply, ScriptTransport
-from harness.providers import Provider
+from harness.providers import Provider, find_provider, provider_specs, unknown_provider
 from harness.serve.app import (
     CONTROL_TOKEN_HEADER,
     DEFAULT_OUTPUT_TOOL,
+    IDLE_POLL_SECONDS,
     ReplayApp,
     ServeConfig,
     Session,
@@ -211,9 +213,12 @@ class ReplayServer:
         self._listener.close()
 
     def cassette_url(self, cassette: str, provider: Provider) -> str:
-        """The base URL an SDK of `provider` takes to use `cassette` (`/v1` included for OpenAI)."""
-        base = f"{self.url}/c/{cassette}"
-        return f"{base}/v1" if provider == "openai" else base
+        """The base URL an SDK of `provider` takes to use `cassette` (with the SDK's suffix,
+        `ProviderSpec.sdk_base_suffix`: `/v1` for OpenAI, none for Anthropic)."""
+        spec = find_provider(provider)
+        if spec is None:
+            raise IllegalArgumentException(unknown_provider(provider))
+        return spec.sdk_base_url(f"{self.url}/c/{cassette}")
 
     def session(
         self,
@@ -256,13 +261,17 @@ class ReplayServer:
         return session
 
     def session_urls(self, session: Session) -> dict[str, str]:
-        """The base URL each provider's SDK takes for `session`."""
+        """The base URL each registered provider's SDK takes for `session`."""
         base = f"{self.url}/s/{session.id}"
-        return {"openai": f"{base}/v1", "anthropic": base}
+        return {spec.name: spec.sdk_base_url(base) for spec in provider_specs()}
 
     def detach(self, session: Session) -> None:
-        """End `session`: later requests to it are refused; its transport is the caller's to close."""
+        """End `session`: later requests to it are refused; its transport is the caller's to
+        close, once this returns: an answer still going out (a recording read to its end after
+        its client has it) is waited for."""
         self._app.detach(session)
+        while session.active:
+            time.sleep(IDLE_POLL_SECONDS)
 
 
 class ServerSession:

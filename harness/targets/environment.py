@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from harness.providers import BUILT_IN, provider_specs
 from harness.targets.errors import TargetSpecError
 
 KEPT: Final = ("PATH", "HOME", "TMPDIR", "LANG", "TZ")
@@ -23,9 +24,10 @@ KEPT: Final = ("PATH", "HOME", "TMPDIR", "LANG", "TZ")
 folder, the locale and the time zone."""
 KEPT_PREFIXES: Final = ("LC_",)
 PLACEHOLDER_KEY: Final = "harness-placeholder"
-PLACEHOLDER_KEYS: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-"""Set to `PLACEHOLDER_KEY`, so an SDK that insists on a key starts; the real ones never reach a
-target unless passed with `--target-env`."""
+PLACEHOLDER_KEYS: Final = tuple(spec.api_key_variable for spec in BUILT_IN.values())
+"""Set to `PLACEHOLDER_KEY` (every registered provider's `api_key_variable`; these are the
+built-in ones), so an SDK that insists on a key starts; the real ones never reach a target unless
+passed with `--target-env`."""
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHOWN: Final = 60
 
@@ -47,7 +49,9 @@ def target_environment(
         for name, value in environ.items()
         if name in KEPT or name.startswith(KEPT_PREFIXES)
     }
-    kept.update(dict.fromkeys(PLACEHOLDER_KEYS, PLACEHOLDER_KEY))
+    kept.update(
+        dict.fromkeys((spec.api_key_variable for spec in provider_specs()), PLACEHOLDER_KEY)
+    )
     for entry in passed:
         name, assigns, value = entry.partition("=")
         if not _NAME.fullmatch(name):

@@ -305,6 +305,7 @@ def server_process(provider: FakeProvider, tmp_path: Path) -> Iterator[tuple[str
     if not Path("/proc/self/status").exists():
         pytest.skip("reads the server's memory from /proc (Linux)")
     ready = tmp_path / "url.txt"
+    log = (tmp_path / "serve.log").open("w")  # read when an answer is not the one expected
     process = subprocess.Popen(
         [
             sys.executable,
@@ -324,7 +325,7 @@ def server_process(provider: FakeProvider, tmp_path: Path) -> Iterator[tuple[str
         ],
         env={**os.environ, **provider_environ(provider.base_url)},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
     )
     try:
         for _ in range(600):
@@ -332,7 +333,9 @@ def server_process(provider: FakeProvider, tmp_path: Path) -> Iterator[tuple[str
                 break
             time.sleep(0.05)
         assert ready.exists(), f"harness serve did not start (exit code {process.poll()})"
-        yield ready.read_text().strip(), process.pid
+        url = ready.read_text().strip()
+        SERVER_LOGS[url] = tmp_path / "serve.log"
+        yield url, process.pid
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -340,6 +343,15 @@ def server_process(provider: FakeProvider, tmp_path: Path) -> Iterator[tuple[str
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        log.close()
+
+
+SERVER_LOGS: dict[str, Path] = {}
+
+
+def server_log(url: str) -> str:
+    """The end of what the server at `url` wrote to stderr, for a failure's message."""
+    return SERVER_LOGS[url].read_text(encoding="utf-8", errors="replace")[-3000:]
 
 
 @pytest.mark.subprocess
@@ -352,12 +364,13 @@ def test_memory_stays_flat_over_thousands_of_sessions_and_a_hundred_cassette_nam
         def names(start: int, count: int) -> None:
             for index in range(start, start + count):
                 answer = client.post(f"/c/names/n{index}{CHAT}", content=chat_body(f"n{index}"))
-                assert answer.status_code == 200
+                assert answer.status_code == 200, server_log(url)
 
         def sessions(count: int) -> None:
             for index in range(count):  # each holds a cassette loaded for replay
                 body = {"cassette": f"names/n{index % 20}"}
-                assert client.post("/_harness/sessions", json=body).status_code == 201
+                opened = client.post("/_harness/sessions", json=body)
+                assert opened.status_code == 201, server_log(url)
 
         names(0, 20)
         sessions(200)

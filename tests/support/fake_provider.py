@@ -578,7 +578,12 @@ def serve(script: Script) -> Iterator[FakeProvider]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        # As a provider's front end does, take many connections at once: the default backlog
+        # of 5 resets some of twenty clients connecting together.
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", 0), Handler)
     # A short poll so stopping the server (every test that records does) takes milliseconds.
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
