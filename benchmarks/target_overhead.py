@@ -6,7 +6,7 @@ runtime profiles: 1,000 cells) in a temporary folder and runs it three ways, alt
 `--repeats` times (median):
 
 1. **in process**: the reference loop, the runner `harness run` uses without a target;
-2. **--target** `harness.targets.reference:run`: the same reference as a Python target, every
+2. **--target** `harness.scenarios.reference:run`: the same reference as a Python target, every
    cell through its own `harness serve` session over loopback HTTP, checked from its answer and
    the requests the server received;
 3. **--target-cmd**: the same reference as a command speaking JSON lines on stdin and stdout.
@@ -28,13 +28,13 @@ from typing import Final
 from benchmarks._report import alternated, library_arguments
 from benchmarks.scenario_library import realistic_cells
 from harness.scenarios import RunOptions, run_cell
+from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.run import Cell, CellResult, keep_loaded
-from harness.scenarios.targets import TargetSpec, target_runner
 from harness.targets import REFERENCE_TARGET
 
 RATIO_TARGET: Final = 2.0
 COMMAND: Final = (
-    '{python} -c "import json, sys\nfrom harness.targets.reference import run\n'
+    '{python} -c "import json, sys\nfrom harness.scenarios.reference import run\n'
     "for line in sys.stdin:\n"
     "    answer = run(json.loads(line))\n"
     "    if answer is None: break\n"

@@ -19,8 +19,7 @@ from rich.table import Table
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from harness.scenarios.run import Cell, CellResult, RunOptions
-    from harness.scenarios.targets import TargetSpec
+    from harness.scenarios.run import CellResult
 
 _T = TypeVar("_T")
 
@@ -208,97 +207,53 @@ def run(
     own runtime" in the documentation); the harness checks what it answers and the requests it
     sent."""
     with _loading():
-        from harness.cassettes.modes import RecordMode
-        from harness.scenarios import RunOptions, load_scenarios, run_cell
-        from harness.scenarios.library import select_cells
-        from harness.scenarios.parallel import LAST_RUN, Shard, worker_count
-        from harness.scenarios.report import (
-            check_report_paths,
-            summary,
-            write_json,
-            write_junit,
-        )
+        from harness.scenarios.plan import CLI_NAMES, execute_plan, plan_run, write_reports
+        from harness.scenarios.report import summary
         from harness.scenarios.run import keep_loaded
-        from harness.scenarios.select import compile_keyword
-        from harness.stores.timeouts import StoreTimeouts
-        from harness.stores.urls import check_store_url
 
         console = Console()
-        options = RunOptions(
-            record_mode=RecordMode.parse(record_mode),
-            runtimes=runtimes,
-            stores=stores,
-            store_url=store_url,
-            strict_cassettes=strict_cassettes,
-            collect_detail=html_path is not None,
+        plan = _or_invalid(
+            lambda: plan_run(
+                paths,
+                runtimes=runtimes,
+                stores=stores,
+                keyword=keyword,
+                record_mode=record_mode,
+                store_url=store_url,
+                strict_cassettes=strict_cassettes,
+                target=target,
+                target_cmd=target_cmd,
+                target_env=target_env,
+                compare_reference=compare_reference,
+                cell_timeout=cell_timeout,
+                workers=workers_text,
+                shard=shard,
+                last_failed=last_failed,
+                junit_xml=junit_xml,
+                json=json_path,
+                html=html_path,
+                names=CLI_NAMES,
+            )
         )
-        try:
-            compile_keyword(keyword)  # a bad -k expression exits 2 before anything loads
-            workers = worker_count(workers_text)
-            if shard is not None:
-                Shard.parse(shard)
-            if store_url:
-                check_store_url(store_url)
-            StoreTimeouts.from_environment()
-            check_report_paths({"--junit-xml": junit_xml, "--json": json_path, "--html": html_path})
-            loaded = load_scenarios(list(paths) or [Path("scenarios")])
-        except HarnessError as error:
-            _exit_invalid(error)
-        cells = select_cells(loaded, options, keyword)
-        if not cells:
-            click.echo("error: no scenario cell matches the given paths and filters", err=True)
-            sys.exit(EXIT_INVALID)
-        target_spec = _or_invalid(
-            lambda: _target_spec(target, target_cmd, target_env, compare_reference, cell_timeout)
-        )
-        cells = _or_invalid(partial(_narrowed, cells, shard, last_failed, options))
-        if shard is not None and not cells:  # more shards than scenarios: nothing to do is a pass
+        if shard is not None and not plan.cells:  # more shards than scenarios: a pass
             console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
     results: list[CellResult] = []
     interrupted = False
     with (
         _Interruption() as interruption,
         keep_loaded(),
-        contextlib.ExitStack() as stack,
-        _progress(console, len(cells)) as advance,
+        _progress(console, len(plan.cells)) as advance,
     ):
         try:
-            if workers:
-                from harness.scenarios.parallel import run_in_workers
-
-                found = run_in_workers(
-                    cells, options, workers, target=target_spec, on_result=advance
-                )
-                results.extend(found)
-            else:
-                run_one = partial(run_cell, options=options)
-                if target_spec is not None:
-                    from harness.scenarios.targets import target_runner
-
-                    try:
-                        runner = stack.enter_context(target_runner(target_spec))
-                    except HarnessError as error:
-                        click.echo(f"error: {error}", err=True)
-                        sys.exit(EXIT_INVALID)
-                    run_one = partial(runner.run_cell, options=options)
-                for cell in cells:
-                    results.append(run_one(cell))
-                    advance(results[-1])
+            results.extend(execute_plan(plan, on_result=advance))
         except KeyboardInterrupt:  # report what ran, then stop as an interrupted run does
             interrupted = True
+        except HarnessError as error:  # the target could not be started
+            _exit_invalid(error)
     interrupted = interrupted or interruption.caught  # Ctrl-C while the target was shut down
-    with contextlib.suppress(OSError):  # `--last-failed` reads it; a read-only folder skips it
-        write_json(results, options.workdir / LAST_RUN)
-    print_summary(console, results, not_run=len(cells) - len(results) if interrupted else 0)
+    print_summary(console, results, not_run=len(plan.cells) - len(results) if interrupted else 0)
     try:
-        if junit_xml is not None:
-            write_junit(results, junit_xml)
-        if json_path is not None:
-            write_json(results, json_path)
-        if html_path is not None:
-            from harness.scenarios.html import cell_view, write_html
-
-            write_html([cell_view(result) for result in results], html_path)
+        write_reports(plan, results)
     except OSError as error:
         click.echo(f"error: cannot write a report ({error.strerror or error})", err=True)
         sys.exit(EXIT_INVALID)
@@ -314,11 +269,12 @@ def run(
 def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     """Re-record the cassettes of PATHS' scenarios against the live PROVIDER."""
     from harness.scenarios import load_scenarios
+    from harness.scenarios.plan import default_paths
     from harness.scenarios.record import record as rerecord
     from harness.scenarios.report import failure_lines
 
     try:
-        loaded = load_scenarios(list(paths) or [Path("scenarios")])
+        loaded = load_scenarios(list(paths) or default_paths())
         changes = rerecord(loaded, provider, model=model)
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
@@ -968,22 +924,6 @@ def _files_table(results: Sequence[CellResult], escape: Callable[[str], str]) ->
     return table
 
 
-def _narrowed(
-    cells: list[Cell], shard: str | None, last_failed: bool, options: RunOptions
-) -> list[Cell]:
-    """`cells` in this shard, and only those that failed last time with `--last-failed`."""
-    from harness.scenarios.parallel import Shard, failed_last_time
-
-    if shard is not None:
-        chosen = Shard.parse(shard)
-        cells = [cell for cell in cells if chosen.holds(cell)]
-    if last_failed:
-        failed = failed_last_time(options.workdir)
-        if failed:  # none failed: run them all, as pytest --last-failed does
-            cells = [cell for cell in cells if cell.id in failed]
-    return cells
-
-
 @contextlib.contextmanager
 def _loading() -> Iterator[None]:
     """No garbage-collector passes while the harness and the scenario files load: all that loads
@@ -1039,52 +979,6 @@ def _progress(console: Console, total: int) -> Iterator[Callable[[CellResult], N
                 progress.refresh()
 
         yield advance
-
-
-def _target_spec(
-    target: str | None,
-    target_cmd: str | None,
-    target_env: tuple[str, ...],
-    compare_reference: bool,
-    cell_timeout: float,
-) -> TargetSpec | None:
-    """The implementation to run the cells on: `--target`, `--target-cmd`, else
-    `[tool.harness] target` in ./pyproject.toml; None for the in-process reference. A command
-    gets `[tool.harness] target-env`, then `--target-env`."""
-    from harness.scenarios.project import configured_target, configured_target_env
-
-    if target is not None and target_cmd is not None:
-        from harness.targets import TargetSpecError
-
-        raise TargetSpecError("give --target or --target-cmd, not both")
-    if target_env and target_cmd is None:
-        from harness.targets import TargetSpecError
-
-        raise TargetSpecError(
-            "--target-env sets the environment of a --target-cmd; a --target callable (and the "
-            "in-process reference) runs inside the harness and sees its environment"
-        )
-    if target is None and target_cmd is None:
-        target = configured_target(Path("pyproject.toml"))
-    if target is None and target_cmd is None:
-        if compare_reference:
-            from harness.targets import TargetSpecError
-
-            raise TargetSpecError(
-                "--compare-reference compares a target with the reference: give --target or "
-                "--target-cmd"
-            )
-        return None
-    from harness.scenarios.targets import TargetSpec  # only when a target runs
-
-    configured_env = configured_target_env(Path("pyproject.toml")) if target_cmd else ()
-    return TargetSpec(
-        callable=target,
-        command=target_cmd,
-        cell_timeout=cell_timeout,
-        compare_reference=compare_reference,
-        env=(*configured_env, *target_env),
-    )
 
 
 def _or_invalid(action: Callable[[], _T]) -> _T:

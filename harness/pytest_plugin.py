@@ -24,14 +24,15 @@ if TYPE_CHECKING:
     from harness.http_clients import AnySyncTransport
     from harness.llm.gateway import LlmGateway
     from harness.llm.script import HttpxScriptTransport, ScriptedReply, ScriptTransport
+    from harness.scenarios.on_target import TargetRunner
+    from harness.scenarios.plan import RunPlan
     from harness.scenarios.run import Cell, RunOptions
-    from harness.scenarios.targets import TargetRunner
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 CASSETTE_MARKER = "harness_cassette"
 
 _SCENARIO_ROOTS = pytest.StashKey[tuple[Path, ...]]()
-_RUN_OPTIONS = pytest.StashKey["RunOptions"]()
+_PLAN = pytest.StashKey["RunPlan | None"]()
 _TARGET_RUNNER = pytest.StashKey["TargetRunner | None"]()
 _REGISTERED_TAGS = pytest.StashKey[set[str]]()
 
@@ -176,65 +177,77 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{CASSETTE_MARKER}(path): the cassette `harness_cassette()` opens when called without "
         "a path (relative to the test file's folder).",
     )
-    _check_options(config)
-    if config.getoption("harness_record_mode") == "all":
-        _one_recording_run(config)
     config.stash[_SCENARIO_ROOTS] = tuple(
         (config.rootpath / entry).resolve() for entry in config.getini("harness_scenarios")
     )
+    config.stash[_PLAN] = _plan(config)
+    if config.getoption("harness_record_mode") == "all":
+        _one_recording_run(config)
     config.stash[_REGISTERED_TAGS] = set()
     _html_report(config)
 
 
+_SCENARIO_OPTIONS = (
+    "harness_runtime",
+    "harness_store",
+    "harness_store_url",
+    "harness_target",
+    "harness_target_cmd",
+    "harness_target_env",
+    "harness_html",
+)
+
+
+def _plan(config: pytest.Config) -> RunPlan | None:
+    """The run plan of the scenario cells, made by `harness run`'s own rules
+    (`harness.scenarios.plan.plan_run`: the matrix filters, the store URL, the target with
+    `[tool.harness]` of the rootdir's `pyproject.toml`, the HTML report's path), so a bad option
+    is a usage error before anything is collected. Pytest collects the files itself; the plan
+    selects each one's cells. None when the session has no scenarios and no scenario option:
+    then only the fixtures' record mode is checked, and the scenario machinery is not loaded."""
+    if not config.stash[_SCENARIO_ROOTS] and not any(
+        config.getoption(option) for option in _SCENARIO_OPTIONS
+    ):
+        mode = config.getoption("harness_record_mode")
+        if mode != "none":
+            from harness.cassettes import RecordMode
+
+            try:
+                RecordMode.parse(mode)
+            except ValueError as error:
+                raise pytest.UsageError(f"--harness-record-mode: {error}") from None
+        return None
+    from harness.errors import HarnessError
+    from harness.scenarios.plan import PYTEST_NAMES, plan_run
+    from harness.scrub import redact
+
+    try:
+        return plan_run(
+            runtimes=config.getoption("harness_runtime"),
+            stores=config.getoption("harness_store"),
+            record_mode=config.getoption("harness_record_mode"),
+            store_url=config.getoption("harness_store_url"),
+            target=config.getoption("harness_target"),
+            target_cmd=config.getoption("harness_target_cmd"),
+            target_env=config.getoption("harness_target_env"),
+            html=config.getoption("harness_html"),
+            workdir=config.rootpath,
+            names=PYTEST_NAMES,
+            load=False,
+        )
+    except HarnessError as error:  # it may quote a value of pyproject.toml
+        raise pytest.UsageError(redact(str(error))) from None
+
+
 def _html_report(config: pytest.Config) -> None:
-    """`--harness-html`: check the path before anything runs, and on the controller (or a run
-    without xdist) register the report that gathers the cells and writes it at the end."""
-    path = config.getoption("harness_html")
-    if path is None or hasattr(config, "workerinput"):
+    """`--harness-html` (its path checked by the plan): on the controller (or a run without
+    xdist), register the report that gathers the cells and writes it at the end."""
+    plan = config.stash[_PLAN]
+    if plan is None or plan.reports.html is None or hasattr(config, "workerinput"):
         return
     from harness.scenarios.html import PytestHtmlReport
-    from harness.scenarios.report import ReportPathError, check_report_paths
 
-    html = Path(path)
-    try:
-        check_report_paths({"--harness-html": html})
-    except ReportPathError as error:
-        raise pytest.UsageError(str(error)) from None
-    config.pluginmanager.register(PytestHtmlReport(html), "harness-html-report")
-
-
-def _check_options(config: pytest.Config) -> None:
-    """Refuse a misspelt record mode, runtime or store before anything is collected.
-
-    The allowed values come from `RecordMode` and the scenario format, imported only when an
-    option is given, so they have one definition.
-    """
-    mode = config.getoption("harness_record_mode")
-    if mode != "none":
-        from harness.cassettes import RecordMode
-
-        try:
-            RecordMode.parse(mode)
-        except ValueError as error:
-            raise pytest.UsageError(f"--harness-record-mode: {error}") from None
-    runtimes: list[str] = config.getoption("harness_runtime")
-    stores: list[str] = config.getoption("harness_store")
-    if not runtimes and not stores:
-        return
-    from harness.runtimes.base import RUNTIME_NAMES
-    from harness.stores.base import STORE_KINDS
-
-    allowed: tuple[str, ...]
-    for option, given, allowed in (
-        ("--harness-runtime", runtimes, RUNTIME_NAMES),
-        ("--harness-store", stores, STORE_KINDS),
-    ):
-        for value in given:
-            if value not in allowed:
-                raise pytest.UsageError(
-                    f"expected {option} to be one of {', '.join(allowed)} but got "
-                    f"{option}={value!r} (type={type(value).__name__})"
-                )
+    config.pluginmanager.register(PytestHtmlReport(plan.reports.html), "harness-html-report")
 
 
 def _one_recording_run(config: pytest.Config) -> None:
@@ -251,44 +264,26 @@ def _one_recording_run(config: pytest.Config) -> None:
     config.add_cleanup(environment.undo)
 
 
-def _run_options(config: pytest.Config) -> RunOptions:
-    options = config.stash.get(_RUN_OPTIONS, None)
-    if options is None:
-        from harness.cassettes import RecordMode
-        from harness.scenarios.run import RunOptions
+def _planned(config: pytest.Config) -> RunPlan:
+    plan = config.stash[_PLAN]
+    assert plan is not None, "scenario files are collected only when the session has a plan"
+    return plan
 
-        options = RunOptions(
-            record_mode=RecordMode.parse(config.getoption("harness_record_mode")),
-            runtimes=tuple(config.getoption("harness_runtime")),
-            stores=tuple(config.getoption("harness_store")),
-            store_url=config.getoption("harness_store_url"),
-            workdir=config.rootpath,
-            collect_detail=config.getoption("harness_html") is not None,
-        )
-        config.stash[_RUN_OPTIONS] = options
-    return options
+
+def _run_options(config: pytest.Config) -> RunOptions:
+    return _planned(config).options
 
 
 def _target_runner(config: pytest.Config) -> TargetRunner | None:
-    """The implementation under test the scenario cells run on (one per process, so one per
-    pytest-xdist worker), or None for the in-process reference."""
+    """The implementation under test the scenario cells run on (the plan's target, opened once
+    per process, so once per pytest-xdist worker), or None for the in-process reference."""
     if _TARGET_RUNNER in config.stash:
         return config.stash[_TARGET_RUNNER]
-    from harness.scenarios.project import configured_target, configured_target_env
-
-    target = config.getoption("harness_target")
-    command = config.getoption("harness_target_cmd")
-    env = tuple(config.getoption("harness_target_env"))
-    pyproject = config.rootpath / "pyproject.toml"
-    if target is None and command is None:
-        target = configured_target(pyproject)
+    spec = _planned(config).target
     runner = None
-    if target is not None or command is not None or env:
-        from harness.scenarios.targets import TargetSpec, target_runner
+    if spec is not None:
+        from harness.scenarios.on_target import target_runner
 
-        if command is not None:
-            env = (*configured_target_env(pyproject), *env)
-        spec = TargetSpec(callable=None if command else target, command=command, env=env)
         stack = ExitStack()
         runner = stack.enter_context(target_runner(spec))
         config.add_cleanup(stack.close)
@@ -384,7 +379,6 @@ class ScenarioFile(pytest.File):
 
     def collect(self) -> Iterator[ScenarioItem]:
         from harness.scenarios.load import ScenarioFileError, load_file
-        from harness.scenarios.run import expand
         from harness.scrub import redact
 
         try:
@@ -392,7 +386,7 @@ class ScenarioFile(pytest.File):
         except ScenarioFileError as error:  # it may quote a value of the file
             raise self.CollectError(redact(str(error))) from None
         registered = self.config.stash[_REGISTERED_TAGS]
-        for cell in expand(loaded, _run_options(self.config)):
+        for cell in _planned(self.config).select(loaded):
             item = ScenarioItem.from_parent(self, name=cell.id, cell=cell)
             for tag in cell.loaded.scenario.tags:
                 if tag not in registered:

@@ -395,7 +395,7 @@ def test_harness_target_runs_the_cells_on_the_implementation_under_test(
     (project.path / "my_runtime.py").write_text(
         textwrap.dedent(
             """
-            from harness.targets.reference import run as reference
+            from harness.scenarios.reference import run as reference
 
             def run(message):
                 answer = reference(message)

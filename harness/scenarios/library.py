@@ -10,15 +10,15 @@ assert run.passed, "\\n".join(run.failures())
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cassettes.modes import RecordMode
-from harness.scenarios.load import LoadedScenario, load_scenarios
+from harness.scenarios.plan import execute_plan, plan_run, write_reports
 from harness.scenarios.report import failure_lines, skip_lines, summary, write_json, write_junit
-from harness.scenarios.run import Cell, CellResult, RunOptions, expand, run_cell
-from harness.scenarios.select import compile_keyword
+from harness.scenarios.run import CellResult
 
 
 @dataclass(frozen=True)
@@ -52,18 +52,8 @@ class ScenarioRun:
         write_junit(self.results, Path(path))
 
 
-def select_cells(
-    loaded: Iterable[LoadedScenario], options: RunOptions, keyword: str = ""
-) -> list[Cell]:
-    """The cells of `loaded` the options' matrix filters and `-k keyword` select, in order."""
-    selected = compile_keyword(keyword)
-    return [
-        cell for cell in expand(loaded, options) if selected({cell.id, *cell.loaded.scenario.tags})
-    ]
-
-
 def run_scenarios(
-    paths: Sequence[str | Path] = ("scenarios",),
+    paths: Sequence[str | os.PathLike[str]] = (),
     *,
     runtimes: Sequence[str] = (),
     stores: Sequence[str] = (),
@@ -75,47 +65,45 @@ def run_scenarios(
     target_cmd: str | None = None,
     target_env: Sequence[str] = (),
     compare_reference: bool = False,
-    cell_timeout: float = 30.0,
+    cell_timeout: float | None = None,
+    workers: int | str = 0,
+    shard: str | None = None,
+    last_failed: bool = False,
+    junit_xml: str | os.PathLike[str] | None = None,
+    json: str | os.PathLike[str] | None = None,
+    html: str | os.PathLike[str] | None = None,
 ) -> ScenarioRun:
-    """Run every selected cell of the scenario files under `paths`, as `harness run` does (the
-    same options, the same checks, on the in-process reference or on a `target` / `target_cmd`;
-    `target_env` as `--target-env` gives a `target_cmd` variables beyond its minimal
-    environment). Bad input (a scenario file, an option) raises its typed `HarnessError`; a
-    cell's own failure is in its result, never raised."""
-    options = RunOptions(
-        record_mode=RecordMode.parse(record_mode),
-        runtimes=tuple(runtimes),
-        stores=tuple(stores),
+    """Run every selected cell of the scenario files under `paths` (none: the scenario library,
+    `scenarios/`), as `harness run` does: the same plan (`harness.scenarios.plan.plan_run`), so
+    the same options, checks and refusals, on the in-process reference or on a `target` /
+    `target_cmd` (with neither, `[tool.harness] target` of `./pyproject.toml`), in `workers`
+    processes (`"auto"` or a count), for one `shard` (`"K/N"`) or only the cells that failed
+    last time (`last_failed`). `target_env` gives a `target_cmd` variables beyond its minimal
+    environment, as `--target-env` does. Like `harness run` it records the run in
+    `.harness/last-run.json`, then writes the `junit_xml`, `json` and `html` reports asked for.
+
+    Bad input (a scenario file, an option) raises its typed `HarnessError` before anything runs;
+    a cell's own failure is in its result, never raised."""
+    plan = plan_run(
+        paths,
+        runtimes=runtimes,
+        stores=stores,
+        keyword=keyword,
+        record_mode=record_mode,
         store_url=store_url,
         strict_cassettes=strict_cassettes,
-    )
-    if isinstance(target_env, str):
-        from harness.targets import TargetSpecError
-
-        raise TargetSpecError(
-            "expected target_env as a list of NAME or NAME=VALUE strings, but got one str"
-        )
-    cells = select_cells(load_scenarios([Path(path) for path in paths]), options, keyword)
-    if target is None and target_cmd is None:
-        if compare_reference:
-            from harness.targets import TargetSpecError
-
-            raise TargetSpecError(
-                "compare_reference compares a target with the reference: give target or target_cmd"
-            )
-        if target_env:
-            from harness.targets import TargetSpecError
-
-            raise TargetSpecError("target_env is the environment of a target_cmd: give target_cmd")
-        return ScenarioRun([run_cell(cell, options) for cell in cells])
-    from harness.scenarios.targets import TargetSpec, target_runner
-
-    spec = TargetSpec(
-        callable=target,
-        command=target_cmd,
-        cell_timeout=cell_timeout,
+        target=target,
+        target_cmd=target_cmd,
+        target_env=target_env,
         compare_reference=compare_reference,
-        env=tuple(target_env),
+        cell_timeout=cell_timeout,
+        workers=workers,
+        shard=shard,
+        last_failed=last_failed,
+        junit_xml=junit_xml,
+        json=json,
+        html=html,
     )
-    with target_runner(spec) as runner:
-        return ScenarioRun([runner.run_cell(cell, options) for cell in cells])
+    results = list(execute_plan(plan))
+    write_reports(plan, results)
+    return ScenarioRun(results)

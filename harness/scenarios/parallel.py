@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from multiprocessing.queues import Queue
 
-    from harness.scenarios.targets import TargetRunner, TargetSpec
+    from harness.scenarios.on_target import TargetRunner, TargetSpec
 
 WORKER_VARIABLE: Final = "HARNESS_WORKER"
 """Set in each worker to its name (`w0`, `w1`, ...): the default SQLite file is per worker."""
@@ -72,9 +72,9 @@ class Shard:
     count: int
 
     @classmethod
-    def parse(cls, text: str) -> Shard:
+    def parse(cls, text: str, *, option: str = "--shard") -> Shard:
         """`K/N` in ASCII digits with 1 <= K <= N and nothing around them (no space, no sign, no
-        full-width digit); anything else is a `ShardSpecError`."""
+        full-width digit); anything else is a `ShardSpecError` naming `option`."""
         index, slash, count = text.partition("/")
         shard = None
         if slash and _WHOLE_NUMBER.fullmatch(index) and _WHOLE_NUMBER.fullmatch(count):
@@ -84,7 +84,7 @@ class Shard:
                 shard = None
         if shard is None or not 1 <= shard.index <= shard.count:
             raise ShardSpecError(
-                f"--shard {text!r}: expected K/N in digits with 1 <= K <= N, such as --shard 2/4"
+                f"{option} {text!r}: expected K/N in digits with 1 <= K <= N, such as 2/4"
             )
         return shard
 
@@ -101,23 +101,23 @@ def scenario_slot(cell: Cell, count: int) -> int:
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % count
 
 
-def failed_last_time(folder: Path) -> set[str]:
-    """The ids of the cells that failed in the last run in `folder`, or `LastRunError` when
-    there is no last run to read (a missing file, or one `read_json_file` refuses or that is not
-    a report)."""
+def failed_last_time(folder: Path, *, option: str = "--last-failed") -> set[str]:
+    """The ids of the cells that failed in the last run in `folder`, or `LastRunError` (naming
+    `option`) when there is no last run to read (a missing file, or one `read_json_file` refuses
+    or that is not a report)."""
     path = folder / LAST_RUN
     try:
         report = read_json_file(path)
     except JsonFileMissingError:
         raise LastRunError(
-            f"--last-failed: no previous run in {folder} ({path} is missing); run harness run first"
+            f"{option}: no previous run in {folder} ({path} is missing); run harness run first"
         ) from None
     except JsonFileError as error:
-        raise LastRunError(f"--last-failed: {error}; delete it and run harness run again") from None
+        raise LastRunError(f"{option}: {error}; delete it and run harness run again") from None
     cells = report.get("cells") if isinstance(report, dict) else None
     if not isinstance(cells, list) or not all(_is_cell(cell) for cell in cells):
         raise LastRunError(
-            f"--last-failed: {path} is not the report of a harness run (each cell needs an id and "
+            f"{option}: {path} is not the report of a harness run (each cell needs an id and "
             "passed); delete it and run harness run again"
         )
     return {cell["id"] for cell in cells if not cell["passed"] and not cell.get("skipped")}
@@ -136,18 +136,18 @@ def max_workers() -> int:
     return WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
-def worker_count(text: str) -> int:
+def worker_count(text: str, *, option: str = "-n") -> int:
     """`-n`: `auto` for one worker per CPU core, or a whole number of workers in ASCII digits
     from 0 (run in this process) to `max_workers()`. Anything else (a sign, a space, a full-width
-    digit, a larger number) is a `WorkersError`; no integer is built from more digits than the cap
-    has."""
+    digit, a larger number) is a `WorkersError` naming `option`; no integer is built from more
+    digits than the cap has."""
     if text == "auto":
         return os.cpu_count() or 1
     cap = max_workers()
     digits = text.lstrip("0") if _WHOLE_NUMBER.fullmatch(text) else None
     if digits is None or len(digits) > len(str(cap)) or int(digits or "0") > cap:
         raise WorkersError(
-            f"-n {text[:40]!r}: expected auto (one worker per CPU core) or a whole number of "
+            f"{option} {text[:40]!r}: expected auto (one worker per CPU core) or a whole number of "
             f"workers from 0 (run in this process) to {cap} ({WORKERS_PER_CORE} per CPU core)"
         )
     return int(digits or "0")
@@ -183,7 +183,7 @@ def _runner() -> TargetRunner:
     """This worker's own target and replay server, opened on its first cell (never in the parent:
     a forked process must not inherit the server's thread)."""
     if not _RUNNERS:
-        from harness.scenarios.targets import target_runner
+        from harness.scenarios.on_target import target_runner
 
         assert _TARGET is not None
         _RUNNERS.append(_KEPT_OPEN.enter_context(target_runner(_TARGET)))

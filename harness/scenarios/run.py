@@ -19,12 +19,12 @@ from harness.errors import HarnessError, StoreUnavailableError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptTransport
 from harness.modules.completion import AgentCompletionModule
-from harness.runtimes.base import Fault, RuntimeOptions
+from harness.runtimes.base import RuntimeOptions
 from harness.runtimes.run import run_agent
 from harness.scenarios import build
 from harness.scenarios.detail import CellDetail, agent_detail
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
-from harness.scenarios.format import Expect
+from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.load import LoadedScenario
 from harness.scrub import redact
 from harness.stores.base import StateStore, StoredRun
@@ -37,7 +37,9 @@ from harness.stores.urls import (
 from harness.workflow import run_workflow
 
 if TYPE_CHECKING:
+    from harness.agent.result import RunResult
     from harness.cassettes.transport import CassetteTransport
+    from harness.modules.decision import AgentDecisionModule
     from harness.modules.models_acl import LlmDetails
 
 _T = TypeVar("_T")
@@ -46,7 +48,8 @@ STORE_URL_VARIABLES = {"postgres": "HARNESS_POSTGRES_URL", "redis": "HARNESS_RED
 
 
 class ScenarioSetupError(HarnessError, ValueError):
-    """A cell cannot run as configured (for example a store with no URL)."""
+    """Raised when a cell cannot run as configured: a store with no URL, or one that cannot be
+    opened."""
 
     code = "scenario_setup_invalid"
 
@@ -329,7 +332,6 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
         scenario = scenario.model_copy(update={"model": options.model})
     spec = scenario.agent
     assert spec is not None
-    agent = build.agent_definition(scenario, spec)
     store = cell_store(cell.store, options)  # first: closing a store that never ran costs nothing
     transport = build.transport(
         scenario, cell.loaded.folder, mode_for(cell, options), strict=options.strict_cassettes
@@ -340,28 +342,15 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
         outcome.run_id = run_id
         outcome.kept_in = kept_in(store)
     try:
-        gateway = _gateway(scenario.provider, transport)
-        result = run_agent(
-            agent,
-            gateway,
-            user_message=spec.user_message,
+        result, stored = run_reference_agent(
+            scenario,
+            _gateway(scenario.provider, transport),
+            store,
             runtime=cell.runtime,
-            store=store,
-            faults=[Fault(f.crash_after, f.occurrence) for f in scenario.faults],
-            cancel=scenario.cancel.plan() if scenario.cancel is not None else None,
             run_id=run_id,
             session_id=f"session-{scenario.name}",
-            llm_config_override=build.config_override(spec),
-            approve=build.approval_policy(spec),
-            options=RuntimeOptions(
-                temporal_register_persist_forced_completion=(
-                    scenario.temporal.register_persist_forced_completion
-                    if scenario.temporal is not None
-                    else True
-                )
-            ),
+            user_message=spec.user_message,
         )
-        stored = store.load(run_id)
         transport.close()
         if options.collect_detail:
             outcome.detail = agent_detail(result, stored.forced_completion if stored else None)
@@ -383,6 +372,82 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
     return mismatches
 
 
+# -- the reference: one implementation for a cell run in process and the reference target ---------
+
+
+def run_reference_agent(
+    scenario: Scenario,
+    gateway: LlmGateway,
+    store: StateStore,
+    *,
+    runtime: str,
+    run_id: str,
+    session_id: str,
+    user_message: str,
+) -> tuple[RunResult, StoredRun | None]:
+    """Run the agent of `scenario` (its `agent`, `faults`, `cancel` and `temporal`, named and
+    modelled as it says) to its end on the reference `runtime`, persisting to `store`; returns
+    the run and what `store` then holds of it. The one reference run of an agent cell: `run_cell`
+    calls it over the cell's transport, the reference target (`harness.scenarios.reference`) over
+    the session a cell message names, so the two cannot drift apart."""
+    spec = scenario.agent
+    assert spec is not None
+    agent = build.agent_named(
+        spec, name=scenario.name, provider=scenario.provider, model=scenario.model
+    )
+    temporal = scenario.temporal
+    result = run_agent(
+        agent,
+        gateway,
+        user_message=user_message,
+        runtime=runtime,
+        store=store,
+        faults=[fault.plan() for fault in scenario.faults],
+        cancel=scenario.cancel.plan() if scenario.cancel is not None else None,
+        run_id=run_id,
+        session_id=session_id,
+        llm_config_override=build.config_override(spec),
+        approve=build.approval_policy(spec),
+        options=RuntimeOptions(
+            temporal_register_persist_forced_completion=(
+                temporal.register_persist_forced_completion if temporal is not None else True
+            )
+        ),
+    )
+    return result, store.load(run_id)
+
+
+def decision_module(
+    scenario: Scenario, completer_for: Callable[[LlmDetails], LlmGateway]
+) -> AgentDecisionModule:
+    """The decision module `scenario` configures (`config`, `models`, `session`,
+    `tool_policy`), reaching each selected model through `completer_for`."""
+    from harness.modules.decision import AgentDecisionModule  # only decision scenarios load it
+
+    return AgentDecisionModule(
+        scenario.config,
+        models=build.models_service(scenario),
+        session=build.session(scenario),
+        completer_for=completer_for,
+        tool_policy=build.ScenarioToolPolicy(scenario.tool_policy)
+        if scenario.tool_policy is not None
+        else None,
+    )
+
+
+def execute_module(
+    module: AgentCompletionModule | AgentDecisionModule, state: dict[str, Any]
+) -> tuple[dict[str, Any], HarnessError | None]:
+    """One execution of `module`: its outputs, or the typed error it raised and the outputs it
+    leaves (a completion module's, as they stand after the refusal; a decision module's, none).
+    Anything but a `HarnessError` is not a module's answer and propagates."""
+    try:
+        return dict(module.execute(state)), None
+    except HarnessError as error:
+        left = dict(module.outputs) if isinstance(module, AgentCompletionModule) else {}
+        return left, error
+
+
 def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
     scenario = cell.loaded.scenario
     assert scenario.input is not None
@@ -397,23 +462,8 @@ def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
             transport = ScriptTransport(record.provider, transport.replies)
         return _gateway(record.provider, transport)
 
-    from harness.modules.decision import AgentDecisionModule  # only decision scenarios load it
-
-    module = AgentDecisionModule(
-        scenario.config,
-        models=build.models_service(scenario),
-        session=build.session(scenario),
-        completer_for=completer_for,
-        tool_policy=build.ScenarioToolPolicy(scenario.tool_policy)
-        if scenario.tool_policy is not None
-        else None,
-    )
-    error: BaseException | None = None
-    outputs: dict[str, Any] = {}
     try:
-        outputs = module.execute(scenario.input)
-    except HarnessError as caught:
-        error = caught
+        outputs, error = execute_module(decision_module(scenario, completer_for), scenario.input)
     finally:
         transport.close()
     made = _calls_made(transport)
@@ -445,13 +495,7 @@ def _run_completion(cell: Cell) -> list[Mismatch]:
 def _execute_completion(
     module: AgentCompletionModule, state: dict[str, Any], expect: Expect
 ) -> list[Mismatch]:
-    error: BaseException | None = None
-    outputs: dict[str, Any] = {}
-    try:
-        outputs = dict(module.execute(state))
-    except HarnessError as caught:
-        error = caught
-        outputs = dict(module.outputs)
+    outputs, error = execute_module(module, state)
     return check_module(expect, outputs=outputs, error=error, llm_calls=0)
 
 

@@ -14,6 +14,9 @@ Matcher = Callable[[str], bool]
 
 
 class KeywordError(HarnessError, ValueError):
+    """Raised when a `-k` expression of `harness run` does not parse (an unexpected word, a missing
+    parenthesis, an expression that ends too early)."""
+
     code = "keyword_expression_invalid"
 
 

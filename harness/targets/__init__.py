@@ -1,8 +1,17 @@
-"""Implementations under test: the target protocol, the ways to reach a target (a Python callable,
-a command speaking JSON lines), and the harness's own reference as a target. The scenario runner
-that checks a target's answers and traffic is `harness.scenarios.targets`."""
+"""Implementations under test: the target protocol and the ways to reach a target (a Python
+callable, a command speaking JSON lines). The scenario runner that checks a target's answers and
+traffic is `harness.scenarios.on_target`; the harness's own reference as a target is
+`harness.scenarios.reference` (`REFERENCE_TARGET`). Nothing here imports the scenarios."""
 
-from harness.targets.base import DEFAULT_CELL_TIMEOUT, CallableTarget, CommandTarget, Target
+from harness.targets.base import (
+    DEFAULT_CELL_TIMEOUT,
+    REFERENCE_TARGET,
+    CallableTarget,
+    CommandTarget,
+    Target,
+    TargetCrashed,
+    TargetTimeout,
+)
 from harness.targets.errors import (
     TargetCrashedError,
     TargetError,
@@ -12,9 +21,6 @@ from harness.targets.errors import (
 )
 from harness.targets.protocol import PROTOCOL_VERSION, json_schema
 
-REFERENCE_TARGET = "harness.targets.reference:run"
-"""The harness's own modules as a target: `harness run --target harness.targets.reference:run`."""
-
 __all__ = [
     "DEFAULT_CELL_TIMEOUT",
     "PROTOCOL_VERSION",
@@ -22,10 +28,12 @@ __all__ = [
     "CallableTarget",
     "CommandTarget",
     "Target",
+    "TargetCrashed",  # earlier names, kept until 1.0
     "TargetCrashedError",
     "TargetError",
     "TargetProtocolError",
     "TargetSpecError",
+    "TargetTimeout",
     "TargetTimeoutError",
     "json_schema",
 ]

@@ -36,6 +36,10 @@ from harness.targets.errors import (
 
 DEFAULT_CELL_TIMEOUT: Final = 30.0
 """Seconds a target may take to answer one cell (`--cell-timeout`)."""
+REFERENCE_TARGET: Final = "harness.scenarios.reference:run"
+"""The harness's own modules as a target: `harness run --target harness.scenarios.reference:run`."""
+MOVED_TARGETS: Final = {"harness.targets.reference:run": REFERENCE_TARGET}
+"""Targets of the harness that moved, by their earlier names, which keep working."""
 STDERR_KEPT: Final = 200
 """Lines of a command's stderr kept per cell for its report."""
 _SHUTDOWN_GRACE: Final = 5.0
@@ -548,8 +552,8 @@ def _innermost(error: BaseException) -> str:
 
 def load_callable(spec: str) -> Callable[[dict[str, Any]], Any]:
     """The callable `package.module:attribute` names (the current folder is importable, as
-    for `python -m`), or `TargetSpecError`."""
-    module_name, _, attribute = spec.partition(":")
+    for `python -m`; an earlier name of the reference still names it), or `TargetSpecError`."""
+    module_name, _, attribute = MOVED_TARGETS.get(spec, spec).partition(":")
     if not module_name or not attribute:
         raise TargetSpecError(
             f"--target {spec!r}: expected package.module:function, e.g. my_pkg.harness_target:run"
@@ -567,7 +571,7 @@ def load_callable(spec: str) -> Callable[[dict[str, Any]], Any]:
 
 
 TargetCrashed = TargetCrashedError
-"""The earlier name of `TargetCrashedError`, kept so existing code keeps working."""
+"""The earlier name of `TargetCrashedError`, deprecated: kept until 1.0."""
 
 TargetTimeout = TargetTimeoutError
-"""The earlier name of `TargetTimeoutError`, kept so existing code keeps working."""
+"""The earlier name of `TargetTimeoutError`, deprecated: kept until 1.0."""

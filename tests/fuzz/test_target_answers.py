@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.scenarios import RunOptions, expand, load_scenarios
+from harness.scenarios.on_target import TargetRunner, TargetSpec, target_runner
+from harness.scenarios.reference import run as reference
 from harness.scenarios.run import Cell
-from harness.scenarios.targets import TargetRunner, TargetSpec, target_runner
-from harness.targets.reference import run as reference
 
 SCENARIO = """\
 - name: capital

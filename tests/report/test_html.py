@@ -22,8 +22,8 @@ from harness.scenarios.html import (
     request_lines,
 )
 from harness.scenarios.load import load_file
+from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.run import CellResult, RunOptions, expand, run_cell
-from harness.scenarios.targets import TargetSpec, target_runner
 from harness.scrub import PLACEHOLDER
 from harness.targets import REFERENCE_TARGET
 from tests.support.html_page import Element

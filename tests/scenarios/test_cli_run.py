@@ -83,7 +83,7 @@ def test_no_collector_pass_runs_while_the_scenarios_load_and_it_runs_again_after
         collecting_while_loading.append(gc.isenabled())
         return load(paths)
 
-    monkeypatch.setattr(harness.scenarios, "load_scenarios", watched)
+    monkeypatch.setattr("harness.scenarios.plan.load_scenarios", watched)
     assert CliRunner().invoke(main, ["run", str(scenarios)]).exit_code == 1
     (scenarios.parent / "broken.yaml").write_text("name: [", encoding="utf-8")
     assert CliRunner().invoke(main, ["run", str(scenarios.parent)]).exit_code == 2
@@ -368,7 +368,7 @@ def test_a_run_freezes_what_it_loaded_only_while_its_cells_run(
         frozen_during.append(gc.get_freeze_count())
         return run_cell(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("harness.scenarios.run_cell", watched)
+    monkeypatch.setattr("harness.scenarios.plan.run_cell", watched)
     assert gc.get_freeze_count() == 0
     result = CliRunner().invoke(main, ["run", str(scenarios)])
     assert result.exit_code == 1, result.output

@@ -16,7 +16,6 @@ from click.testing import CliRunner, Result
 
 from harness.cli import main
 from harness.scenarios import RunOptions, load_scenarios
-from harness.scenarios.library import select_cells
 from harness.scenarios.parallel import (
     LAST_RUN,
     WORKERS_PER_CORE,
@@ -29,6 +28,8 @@ from harness.scenarios.parallel import (
     max_workers,
     worker_count,
 )
+from harness.scenarios.plan import select_cells
+from harness.targets import REFERENCE_TARGET
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +95,7 @@ def test_workers_give_the_serial_results_in_the_serial_order(library: Path) -> N
 
 
 def test_workers_run_a_target_too(library: Path) -> None:
-    result = run(library, "-n", "2", "--target", "harness.targets.reference:run")
+    result = run(library, "-n", "2", "--target", REFERENCE_TARGET)
     assert result.exit_code == 1
     assert result.output.splitlines()[-1] == "54 passed, 6 failed"
 

@@ -137,7 +137,7 @@ def test_a_store_that_dies_mid_run_fails_its_cells_and_the_report_is_complete(
         url = server.url.replace("harness@", "harness:pw-CANARY@").replace(
             "//127", "//:pw-CANARY@127"
         )
-        monkeypatch.setattr(harness.scenarios, "run_cell", StopAfterFirstCell(server))
+        monkeypatch.setattr("harness.scenarios.plan.run_cell", StopAfterFirstCell(server))
         started = time.monotonic()
         result, report, suite = run_with_reports(library, "--store-url", url)
         elapsed = time.monotonic() - started

@@ -10,7 +10,7 @@ from pathlib import Path
 
 PROGRAM = """\
 import json, sys
-from harness.targets.reference import run
+from harness.scenarios.reference import run
 
 def change(message, answer):
 {change}

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.scenarios import RunOptions, expand, load_scenarios
+from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.report import failure_lines
 from harness.scenarios.run import CellResult
-from harness.scenarios.targets import TargetSpec, target_runner
 from tests.support.targets import stdio_target
 
 THREE_CELLS = """\
@@ -169,7 +169,7 @@ def test_a_python_callable_is_held_to_the_id_rule(
     (tmp_path / "misnumbered_target.py").write_text(
         textwrap.dedent(
             """
-            from harness.targets.reference import run as reference
+            from harness.scenarios.reference import run as reference
 
             def run(message):
                 answer = reference(message)

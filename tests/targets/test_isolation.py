@@ -22,9 +22,9 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.scenarios import RunOptions, expand, load_scenarios
+from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.report import failure_lines
 from harness.scenarios.run import CellResult
-from harness.scenarios.targets import TargetSpec, target_runner
 from harness.targets import TargetSpecError
 from harness.targets.environment import PLACEHOLDER_KEY, target_environment
 from tests.support.targets import stdio_target
@@ -297,7 +297,7 @@ def test_ctrl_c_while_a_cell_hangs_reports_and_exits_130(
 
 STUBBORN: Final = """\
 import json, os, signal, sys, time
-from harness.targets.reference import run
+from harness.scenarios.reference import run
 
 with open(sys.argv[1], "a") as file:
     file.write(f"{os.getpid()}\\n")
@@ -418,7 +418,7 @@ def test_a_bad_target_env_entry_is_refused_naming_it_never_its_value(
 
 def test_target_env_with_a_callable_target_is_refused() -> None:
     with pytest.raises(TargetSpecError, match="sets the environment of a command target"):
-        TargetSpec(callable="harness.targets.reference:run", env=("PATH",))
+        TargetSpec(callable="harness.scenarios.reference:run", env=("PATH",))
 
 
 def test_cli_refuses_target_env_without_a_target_command(two_cells: Path) -> None:
@@ -490,7 +490,7 @@ def test_pytest_plugin_passes_harness_target_env(
 def test_run_scenarios_refuses_target_env_it_cannot_apply(two_cells: Path) -> None:
     from harness import run_scenarios
 
-    with pytest.raises(TargetSpecError, match="target_env is the environment of a target_cmd"):
+    with pytest.raises(TargetSpecError, match="target_env sets the environment of a target_cmd"):
         run_scenarios([two_cells], target_env=["PATH"])
     with pytest.raises(TargetSpecError, match="a list of NAME or NAME=VALUE strings"):
         run_scenarios([two_cells], target_cmd="my-target", target_env="SECRET=sk-canary")

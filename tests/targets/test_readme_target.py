@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.scenarios import RunOptions, expand, load_scenarios
+from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.report import failure_lines
-from harness.scenarios.targets import TargetSpec, target_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "targets" / "python_completion" / "harness_target.py"

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
+from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.report import failure_lines, skip_lines, summary
-from harness.scenarios.targets import TargetSpec, target_runner
 from harness.targets import REFERENCE_TARGET, json_schema
 from tests.support.targets import stdio_target
 
@@ -248,7 +248,7 @@ def test_compare_reference_reports_a_difference_the_expectations_are_silent_on(
 
 
 def test_the_protocol_schema_accepts_the_reference_hello_and_refuses_a_bad_one() -> None:
-    from harness.targets.reference import run
+    from harness.scenarios.reference import run
 
     schema = json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)

@@ -1,29 +1,26 @@
 """The harness's own reference modules as a target: `harness run --target
-harness.targets.reference:run`.
+harness.scenarios.reference:run` (`REFERENCE_TARGET`).
 
 It speaks the target protocol like any implementation under test: it reaches the model only
 through the `harness serve` session each cell names, and reports its run in the protocol's
-shapes. Run through the target path, the scenario library gives the same results as the
-in-process runner; it is also the model a user's own target can be compared with
-(`--compare-reference`).
+shapes. What it runs is what the in-process runner runs (`run_reference_agent`,
+`decision_module`, `execute_module` in `harness.scenarios.run`), so through the target path the
+scenario library gives the same results as in process; it is also the model a user's own target
+is compared with (`--compare-reference`).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Final, get_args
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 import httpx2
 
-from harness.errors import HarnessError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.modules.completion import AgentCompletionModule
-from harness.modules.decision import AgentDecisionModule
 from harness.modules.models_acl import LlmDetails
-from harness.runtimes.base import RuntimeOptions
+from harness.providers import find_provider, provider_of
 from harness.runtimes.profiles import PROFILES
-from harness.runtimes.run import run_agent
-from harness.scenarios import build
 from harness.scenarios.format import (
     AgentSpec,
     CancelSpec,
@@ -31,9 +28,16 @@ from harness.scenarios.format import (
     ModelSpec,
     Scenario,
     SessionSpec,
+    TemporalSpec,
     ToolPolicySpec,
 )
-from harness.scenarios.run import RunOptions, cell_store
+from harness.scenarios.run import (
+    RunOptions,
+    cell_store,
+    decision_module,
+    execute_module,
+    run_reference_agent,
+)
 from harness.targets.protocol import (
     FEATURES,
     PROTOCOL_VERSION,
@@ -43,6 +47,9 @@ from harness.targets.protocol import (
     ScenarioKind,
     Shutdown,
 )
+
+if TYPE_CHECKING:
+    from harness.modules.decision import AgentDecisionModule
 
 API_KEY: Final = "harness-reference-target"
 """Sent to the replay server, which never forwards a client's key."""
@@ -79,36 +86,34 @@ def _connections() -> httpx2.HTTPTransport:
 def _gateway(provider: str, base_urls: dict[str, str]) -> LlmGateway:
     """A gateway to the cell's session. Not closed after the cell: closing it would close the
     shared pool."""
-    base = base_urls[provider].rstrip("/").removesuffix("/v1")
-    config = GatewayConfig(provider=provider, base_url=base, api_key=API_KEY)  # type: ignore[arg-type]
+    spec = find_provider(provider)
+    assert spec is not None  # the cell message names a provider the protocol knows
+    base = spec.server_root(base_urls[provider])
+    config = GatewayConfig(provider=provider_of(spec), base_url=base, api_key=API_KEY)
     return LlmGateway(config, transport=_connections())
 
 
 def _agent(cell: AgentCell) -> dict[str, Any]:
-    spec = AgentSpec.model_validate(cell.agent)
-    agent = build.agent_named(spec, name=cell.scenario, provider=cell.provider, model=cell.model)
+    scenario = Scenario.model_construct(  # the parts of a scenario the message carries
+        name=cell.scenario,
+        provider=cell.provider,
+        model=cell.model,
+        agent=AgentSpec.model_validate(cell.agent),
+        faults=[FaultSpec.model_validate(fault) for fault in cell.faults],
+        cancel=None if cell.cancel is None else CancelSpec.model_validate(cell.cancel),
+        temporal=None if cell.temporal is None else TemporalSpec.model_validate(cell.temporal),
+    )
     store = cell_store(cell.store, RunOptions())
-    gateway = _gateway(cell.provider, cell.base_urls)
     try:
-        result = run_agent(
-            agent,
-            gateway,
-            user_message=cell.user_message,
+        result, stored = run_reference_agent(
+            scenario,
+            _gateway(cell.provider, cell.base_urls),
+            store,
             runtime=cell.runtime,
-            store=store,
-            faults=[FaultSpec.model_validate(fault).plan() for fault in cell.faults],
-            cancel=None if cell.cancel is None else CancelSpec.model_validate(cell.cancel).plan(),
             run_id=cell.run_id,
             session_id=cell.session_id,
-            llm_config_override=build.config_override(spec),
-            approve=build.approval_policy(spec),
-            options=RuntimeOptions(
-                temporal_register_persist_forced_completion=bool(
-                    (cell.temporal or {}).get("register_persist_forced_completion", True)
-                )
-            ),
+            user_message=cell.user_message,
         )
-        stored = store.load(cell.run_id)
         store.delete(cell.run_id)
     finally:
         store.close()
@@ -135,35 +140,33 @@ def _agent(cell: AgentCell) -> dict[str, Any]:
 
 
 def _module(cell: ModuleCell) -> dict[str, Any]:
+    module: AgentCompletionModule | AgentDecisionModule
     if cell.kind == "completion":
-        module: Any = AgentCompletionModule()
+        module = AgentCompletionModule()
     else:
 
         def completer_for(record: LlmDetails) -> LlmGateway:
             return _gateway(record.provider, cell.base_urls)
 
-        stub = Scenario.model_construct(
+        scenario = Scenario.model_construct(  # the parts of a scenario the message carries
             name=cell.scenario,
+            config=cell.config,
             models=[ModelSpec.model_validate(model) for model in cell.models],
             session=None if cell.session is None else SessionSpec.model_validate(cell.session),
+            tool_policy=None
+            if cell.tool_policy is None
+            else ToolPolicySpec.model_validate(cell.tool_policy),
         )
-        policy = (
-            None if cell.tool_policy is None else ToolPolicySpec.model_validate(cell.tool_policy)
-        )
-        module = AgentDecisionModule(
-            cell.config,
-            models=build.models_service(stub),
-            session=build.session(stub),
-            completer_for=completer_for,
-            tool_policy=None if policy is None else build.ScenarioToolPolicy(policy),
-        )
+        module = decision_module(scenario, completer_for)
     executions = []
     for execution in cell.executions:
-        try:
-            outputs = dict(module.execute(execution["input"]))
-            error = None
-        except HarnessError as caught:
-            outputs = dict(module.outputs) if cell.kind == "completion" else {}
-            error = {"type": type(caught).__name__, "code": caught.code, "message": str(caught)}
-        executions.append({"outputs": outputs, "error": error})
+        outputs, error = execute_module(module, execution["input"])  # type: ignore[arg-type]
+        executions.append(
+            {
+                "outputs": outputs,
+                "error": None
+                if error is None
+                else {"type": type(error).__name__, "code": error.code, "message": str(error)},
+            }
+        )
     return {"type": "result", "id": cell.id, "executions": executions}
