@@ -6,12 +6,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: run test services lint typecheck docs unit thorough fuzz bench clean
+.PHONY: run test test-fast services lint typecheck docs unit thorough fuzz bench clean
+
+# Every Python process of a run (pytest and its workers, the subprocesses the tests start) reads
+# compiled bytecode instead of compiling its imports again: the dependencies are compiled once at
+# install, and ours on first import. A machine that sets PYTHONDONTWRITEBYTECODE would otherwise
+# make each of them compile everything it imports, about a second per process.
+unexport PYTHONDONTWRITEBYTECODE
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --frozen --inexact --quiet --all-groups
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --frozen --inexact --quiet --all-groups --compile-bytecode
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -73,6 +73,8 @@ _EXPORTS: dict[str, str] = {
     "OutputNotDeclaredError": "harness.errors",
     "SecurityException": "harness.errors",
     "ToolChoiceUnsupportedError": "harness.errors",
+    # an earlier name, kept until 1.0 (harness.error_registry.EARLIER_NAMES lists every one)
+    "ToolChoiceUnsupported": "harness.errors",
 }
 
 __all__ = [
@@ -115,6 +117,7 @@ __all__ = [
     "SecurityException",
     "StopKind",
     "ToolCall",
+    "ToolChoiceUnsupported",
     "ToolChoiceUnsupportedError",
     "__version__",
     "run_agent",
@@ -164,6 +167,9 @@ if TYPE_CHECKING:
     )
     from harness.errors import (
         SecurityException as SecurityException,
+    )
+    from harness.errors import (
+        ToolChoiceUnsupported as ToolChoiceUnsupported,
     )
     from harness.errors import (
         ToolChoiceUnsupportedError as ToolChoiceUnsupportedError,

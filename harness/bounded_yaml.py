@@ -45,7 +45,9 @@ class Position(Protocol):
 
 
 class YamlInputError(HarnessError, ValueError):
-    """A YAML file cannot be read as it is. `where` is `path[:line:column]`, `problem` the rest."""
+    """Raised when a YAML file (a scenario file, a vcrpy cassette) cannot be read as it is: not a
+    regular file, not UTF-8, or unreadable; also the family of `YamlSyntaxError` and
+    `YamlLimitError`. `where` is `path[:line:column]`, `problem` the rest."""
 
     code: ClassVar[str] = "yaml_input_refused"
 
@@ -70,7 +72,8 @@ class YamlLimitError(YamlInputError):
 
 
 class YamlLimitSettingError(HarnessError, ValueError):
-    """An environment variable that sets a YAML limit is not a positive whole number."""
+    """Raised when an environment variable that sets a YAML limit (`HARNESS_MAX_SCENARIO_*`,
+    `HARNESS_MAX_VCR_CASSETTE_*`) is not a positive whole number."""
 
     code: ClassVar[str] = "yaml_limit_setting_invalid"
 

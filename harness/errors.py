@@ -4,6 +4,11 @@ Every failure a caller may want to tell apart carries a `code`: a short snake_ca
 never changes once released, so tests and dashboards can match on it instead of on wording.
 Classes mix in the builtin a caller already catches (`ValueError`, `LookupError`,
 `AssertionError`) so that existing `except` clauses keep working.
+
+Each error class declares itself once: its own `code`, its bases, and a docstring saying when it
+is raised. This module holds the root and the errors several packages share; the others live
+with the code that raises them, and `harness.error_registry` finds them all (this module stays
+a leaf: it imports nothing of ours).
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from typing import ClassVar
 
 
 class HarnessError(Exception):
-    """Root of every error `harness` raises on purpose.
+    """The root of every error the harness raises on purpose; never raised itself, so catch it to
+    catch them all.
 
-    `code` is stable across releases; `retryable` says whether repeating the same call can
-    succeed without a change of input or configuration.
+    `code` is stable across releases; `retryable` says whether repeating the same call can succeed
+    without a change of input or configuration.
     """
 
     code: ClassVar[str] = "harness_error"
@@ -23,8 +29,11 @@ class HarnessError(Exception):
 
 
 class IllegalArgumentException(HarnessError, ValueError):
-    """A module input or configuration is invalid; named after the Java exception
-    the modules' contracts name.
+    """Raised when an argument or input is invalid: a reference module's input
+    (`AgentCompletionModule`, `AgentDecisionModule`), an agent's `output_schema`, what an
+    `llm_config_override` callback returns, a request the provider cannot be sent as it is, or an
+    argument to a strategy, factory or invariant of the property-testing kit. Named after the Java
+    exception the module contracts name.
 
     Not retryable: the same input fails the same way until it is corrected.
     """
@@ -33,13 +42,15 @@ class IllegalArgumentException(HarnessError, ValueError):
 
 
 class AgentOutcomeError(HarnessError):
-    """The agent-outcome record cannot be turned into its result payload."""
+    """Never raised itself: the family of errors raised when an agent-outcome record cannot be
+    turned into its result payload; catch it for all of them."""
 
     code: ClassVar[str] = "agent_outcome_invalid"
 
 
 class EmptySessionIdError(AgentOutcomeError, ValueError):
-    """The record's mandatory `session_id` is the empty string."""
+    """Raised by `AgentOutcome.into_payload()` when the record's mandatory `session_id` is the empty
+    string."""
 
     code: ClassVar[str] = "agent_outcome_empty_session_id"
 
@@ -52,10 +63,8 @@ class EmptySessionIdError(AgentOutcomeError, ValueError):
 
 
 class OutputNotDeclaredError(HarnessError, LookupError):
-    """An expression reads an output that the action or job does not declare.
-
-    Raised instead of resolving to null, so a stale workflow fails where it reads the field.
-    """
+    """Raised when a workflow expression reads an output that the action or job does not declare,
+    instead of resolving it to null, so a stale workflow fails where it reads the field."""
 
     code: ClassVar[str] = "output_not_declared"
 
@@ -73,13 +82,15 @@ class OutputNotDeclaredError(HarnessError, LookupError):
 
 
 class ExpressionError(HarnessError, ValueError):
-    """A `${{ ... }}` expression is malformed or names a job or key that does not exist."""
+    """Raised when a `${{ ... }}` expression is malformed or names a job or matrix key that does not
+    exist."""
 
     code: ClassVar[str] = "expression_invalid"
 
 
 class UnknownModuleError(HarnessError, LookupError):
-    """A module name that `harness.metadata` does not know; the message lists the known ones."""
+    """Raised when `harness modules show` (or `harness.metadata.module_metadata`) is given a module
+    name it does not know; the message lists the known ones."""
 
     code: ClassVar[str] = "module_unknown"
 
@@ -93,80 +104,96 @@ class UnknownModuleError(HarnessError, LookupError):
 
 
 class PublishRefusedError(HarnessError, ValueError):
-    """`xema/publish-kb` cannot publish what it was given, and says what it needs instead.
+    """Raised when `xema/publish-kb` cannot publish what it was given; the message says what it
+    needs instead.
 
-    Its artifact branch requires an artifact version with `mode: inline` and a `payload.body`
-    (a `json_payload` handoff artifact has neither), and its inline branch requires a markdown
-    body (an agent's `outputs.response` is always null). The message names the input and the
-    shape it needs, never the content it refused.
+    Its artifact branch requires an artifact version with `mode: inline` and a `payload.body` (a
+    `json_payload` handoff artifact has neither), and its inline branch requires a markdown body (an
+    agent's `outputs.response` is always null). The message names the input and the shape it needs,
+    never the content it refused.
     """
 
     code: ClassVar[str] = "publish_kb_refused"
 
 
 class StoreUnavailableError(HarnessError):
-    """A store cannot be reached, opened, or used: its server is down, went away mid-run, or
-    timed out. The message names the store kind and the driver's exception type, never the URL
-    (it may hold a password)."""
+    """Raised when a store cannot be reached, opened or used: `harness stores check` cannot connect,
+    or the server goes away or times out during a run. The message names the store kind and the
+    driver's exception type, never the URL (it may hold a password)."""
 
     code: ClassVar[str] = "store_unavailable"
 
 
 class CassetteError(HarnessError):
-    """A cassette cannot be used as it is."""
+    """Never raised itself: the family of errors raised when a cassette cannot be used as it is;
+    catch it for all of them."""
 
     code: ClassVar[str] = "cassette_error"
 
 
 class CassetteMissError(CassetteError, AssertionError):
-    """A request has no recorded answer left; the message explains the nearest recorded ones."""
+    """Raised when a replayed request has no recorded answer left. The message names the cassette
+    file, the request's method, path and key, and the nearest recorded requests with a structural
+    diff of the best one; an `AssertionError`, so pytest prints it plainly."""
 
     code: ClassVar[str] = "cassette_miss"
 
 
 class CassetteFormatError(CassetteError, ValueError):
-    """A cassette file does not parse, or has an unknown format version; names file and line."""
+    """Raised when a cassette cannot be read: it does not parse, has an unknown format version, is
+    missing in record mode `none`, is not a regular file, is over the size limit
+    (`HARNESS_MAX_CASSETTE_BYTES`, which must be a whole number above 0) or the nesting limit, or
+    holds an interaction a replay could not serve. The message names the file, and the line where
+    there is one."""
 
     code: ClassVar[str] = "cassette_format_invalid"
 
 
 class CassetteWriteError(CassetteError, OSError):
-    """A cassette (or its lock) cannot be written: the folder is not writable or not a folder,
-    the disk is full, or another process held the cassette's lock too long."""
+    """Raised when a cassette (or its lock) cannot be written: the folder is not writable or not a
+    folder, the disk is full, or another process held the cassette's lock longer than 120 s."""
 
     code: ClassVar[str] = "cassette_write_failed"
 
 
 class CassetteTamperedError(CassetteError):
-    """An interaction's digest or the cassette's signature does not match its content."""
+    """Raised when a cassette is loaded whose interaction digest, or whose signature (with
+    `HARNESS_CASSETTE_KEY` set), does not match its content. Re-record it, or load it with
+    `allow_tampered=True` to inspect it."""
 
     code: ClassVar[str] = "cassette_tampered"
 
 
 class CassetteUnplayedError(CassetteError, AssertionError):
-    """Strict replay: recorded interactions were never requested."""
+    """Raised when a cassette replayed with `strict=True` is closed with recorded interactions that
+    were never requested."""
 
     code: ClassVar[str] = "cassette_unplayed"
 
 
 class RecordModeError(CassetteError, ValueError):
-    """An unknown record mode or an option combination that cannot work."""
+    """Raised for an unknown record mode, or an `inner` transport of another HTTP library or kind
+    (sync or async) than the client recording through it; the message names what was passed and what
+    is needed."""
 
     code: ClassVar[str] = "cassette_record_mode_invalid"
 
 
 class SecurityException(HarnessError):
-    """A server-owned security policy is required but unavailable; never fall back to no policy."""
+    """Raised by `AgentDecisionModule` when contextual tool visibility is requested and the server's
+    tool-visibility policy is missing, unavailable, or answers with something other than a catalog:
+    it never falls back to no policy. Named after the Java exception the module contracts name."""
 
     code: ClassVar[str] = "security_policy_unavailable"
 
 
 class AgentDecisionCallException(HarnessError):
-    """The LLM gateway failed: a non-2xx answer, a timeout, or a body that is not the provider's.
+    """Raised when a call through the LLM gateway fails: a non-2xx answer, a timeout, or a body that
+    is not the provider's. Named after the Java exception the module contracts name.
 
-    Carries the HTTP `status` (None for a timeout or a transport failure) and the provider's
-    error `error_type`; never a credential, never the request body. Retry only through the
-    durable loop's bounded policy.
+    Carries the HTTP `status` (None for a timeout or a transport failure) and the provider's error
+    `error_type`; never a credential, never the request body. Retry only through the durable loop's
+    bounded policy.
     """
 
     code: ClassVar[str] = "agent_decision_call_failed"
@@ -187,14 +214,17 @@ class AgentDecisionCallException(HarnessError):
 
 
 class ToolChoiceUnsupportedError(AgentDecisionCallException):
-    """The provider or model cannot force a named tool (for example Anthropic with thinking on)."""
+    """Raised when the provider or model cannot force a named tool (for example Anthropic with
+    extended thinking on, or o1-mini): by the capability check before the request is sent (`status`
+    is None), or when the provider's 400 answer says so."""
 
     code: ClassVar[str] = "tool_choice_unsupported"
     retryable: ClassVar[bool] = False
 
 
 class AgentDecisionProtocolException(HarnessError):
-    """The provider's output is not a valid typed `AgentDecision`; the text is never executed.
+    """Raised when the provider's output is not a valid typed `AgentDecision`; the text is never
+    executed. Named after the Java exception the module contracts name.
 
     `correction` is the bounded protocol correction recorded for the next attempt.
     """
@@ -208,9 +238,10 @@ class AgentDecisionProtocolException(HarnessError):
 
 
 class ScenarioCellFailedError(HarnessError, AssertionError):
-    """A scenario cell's expectations did not hold, or an error kept it from finishing.
+    """Raised by the pytest plugin when a scenario cell's expectations did not hold or an error kept
+    it from finishing; an `AssertionError`, so pytest reports a failed test.
 
-    `result` is the cell's `CellResult` (typed loosely: errors import nothing of ours).
+    `result` is the cell's `CellResult`.
     """
 
     code: ClassVar[str] = "scenario_cell_failed"
@@ -221,10 +252,10 @@ class ScenarioCellFailedError(HarnessError, AssertionError):
 
 
 CassetteMiss = CassetteMissError
-"""The earlier name of `CassetteMissError`, kept so existing code keeps working."""
+"""The earlier name of `CassetteMissError`, deprecated: kept until 1.0."""
 
 ScenarioCellFailed = ScenarioCellFailedError
-"""The earlier name of `ScenarioCellFailedError`, kept so existing code keeps working."""
+"""The earlier name of `ScenarioCellFailedError`, deprecated: kept until 1.0."""
 
 ToolChoiceUnsupported = ToolChoiceUnsupportedError
-"""The earlier name of `ToolChoiceUnsupportedError`, kept so existing code keeps working."""
+"""The earlier name of `ToolChoiceUnsupportedError`, deprecated: kept until 1.0."""

@@ -15,11 +15,12 @@ builds the same sequence of instances every time.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from typing import Any, Generic, TypeVar
 
 from polyfactory import Use
 from polyfactory.factories.pydantic_factory import ModelFactory
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.agent.definition import AgentDefinition, AgentTool, Memory, Skill, Skills, Workspace
 from harness.cassettes.cassette import (
@@ -32,6 +33,7 @@ from harness.cassettes.cassette import (
     renumber,
 )
 from harness.cassettes.key import canonical_request_key
+from harness.errors import IllegalArgumentException
 from harness.llm.models import (
     AssistantMessage,
     LlmRequest,
@@ -73,6 +75,7 @@ from harness.protocol.outcome import (
     Payload,
     ToolUse,
 )
+from harness.providers import ANTHROPIC, OPENAI
 from harness.scenarios.format import AgentSpec, Scenario
 from harness.sse import SseEvent
 from harness.stores.base import StoredRun
@@ -149,6 +152,39 @@ class _Factory(Generic[_ModelT], ModelFactory[_ModelT]):
     __random_seed__ = 20_260_101
 
 
+def _refuse_unknown(model: str, given: Mapping[str, Any], allowed: Collection[str]) -> None:
+    """An `IllegalArgumentException` naming every keyword a factory that assembles its model
+    itself does not take, instead of ignoring a misspelt one."""
+    unknown = [_shown(name, value) for name, value in given.items() if name not in allowed]
+    if unknown:
+        raise IllegalArgumentException(
+            f"expected fields of {model} ({', '.join(allowed)}) but got {'; '.join(unknown)}"
+        )
+
+
+def _validated(model: type[_ModelT], values: Mapping[str, Any]) -> _ModelT:
+    """`model` validated from `values`; an unknown field or a value its field refuses is an
+    `IllegalArgumentException` naming each field and what it allows."""
+    _refuse_unknown(model.__name__, values, model.model_fields)
+    try:
+        return model.model_validate(values)
+    except ValidationError as error:
+        refused = [
+            f"{_shown(detail['loc'][0], values[str(detail['loc'][0])])}: {detail['msg']}"
+            for detail in error.errors()
+        ]
+        raise IllegalArgumentException(
+            f"expected {model.__name__} fields it accepts but got {'; '.join(refused)}"
+        ) from None
+
+
+def _shown(name: object, value: object) -> str:
+    """`name=value (type=T)`, the value cut short."""
+    text = repr(value)
+    text = text if len(text) <= 60 else f"{text[:57]}..."
+    return f"{name}={text} (type={type(value).__name__})"
+
+
 def _json_object() -> dict[str, JsonValue]:
     number = _Factory.__random__.randint(0, 999)
     return {"id": f"item-{number}", "count": number, "tags": ["a", "b"]}
@@ -213,7 +249,7 @@ class ResponseFormatFactory(_Factory[ResponseFormat]):
 
 
 class LlmRequestFactory(_Factory[LlmRequest]):
-    model = Use(lambda: _Factory.__random__.choice(["gpt-4o-mini", "claude-sonnet-4-5"]))
+    model = Use(lambda: _Factory.__random__.choice([OPENAI.default_model, ANTHROPIC.default_model]))
 
 
 class UsageFactory(_Factory[Usage]):
@@ -383,10 +419,15 @@ class ForcedCompletionStateFactory(_Factory[ForcedCompletionState]):
 
 class RecordedRequestFactory(_Factory[RecordedRequest]):
     method = "POST"
-    path = "/v1/chat/completions"
+    path = OPENAI.request_path
     query = ""
     headers = Use(lambda: {"content-type": "application/json"})
-    body = Use(lambda: {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": _word()}]})
+    body = Use(
+        lambda: {
+            "model": OPENAI.default_model,
+            "messages": [{"role": "user", "content": _word()}],
+        }
+    )
     body_text = None
     body_base64 = None
 
@@ -406,6 +447,7 @@ class InteractionFactory(_Factory[Interaction]):
 
     @classmethod
     def build(cls, *args: Any, **kwargs: Any) -> Interaction:
+        _refuse_unknown("Interaction", kwargs, ("key", "occurrence", "request", "response"))
         request: RecordedRequest = kwargs.get("request") or RecordedRequestFactory.build()
         response: RecordedResponse = kwargs.get("response") or RecordedResponseFactory.build()
         key = kwargs.get("key") or canonical_request_key(
@@ -425,9 +467,13 @@ class SseEventFactory(_Factory[SseEvent]):
 
 
 class CassetteMetadataFactory(_Factory[CassetteMetadata]):
+    """Metadata as a recording writes it (this harness's version, the time now, OpenAI), with
+    any field given by keyword validated as the model validates it."""
+
     @classmethod
     def build(cls, *args: Any, **kwargs: Any) -> CassetteMetadata:
-        return new_metadata(kwargs.get("provider", "openai")).model_copy(update=kwargs)
+        recorded = new_metadata(OPENAI.name).model_dump()
+        return _validated(CassetteMetadata, recorded | kwargs)
 
 
 class CassetteDocumentFactory(_Factory[CassetteDocument]):
@@ -436,6 +482,7 @@ class CassetteDocumentFactory(_Factory[CassetteDocument]):
 
     @classmethod
     def build(cls, *args: Any, **kwargs: Any) -> CassetteDocument:
+        _refuse_unknown("CassetteDocument", kwargs, ("metadata", "interactions", "signature"))
         interactions = kwargs.get("interactions")
         if interactions is None:
             count = _Factory.__random__.randint(1, 3)
@@ -489,7 +536,7 @@ class MemoryFactory(_Factory[Memory]):
 class AgentDefinitionFactory(_Factory[AgentDefinition]):
     """An outputSchema agent with unique tool names and small budgets."""
 
-    model = "gpt-4o-mini"
+    model = OPENAI.default_model
     output_schema = Use(lambda: dict(_OBJECT_SCHEMA))
     max_steps = Use(lambda: _Factory.__random__.randint(1, 5))
     max_completion_retries = Use(lambda: _Factory.__random__.randint(0, 3))

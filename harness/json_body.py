@@ -97,7 +97,8 @@ class JsonFileError(HarnessError, ValueError):
 
 
 class JsonFileMissingError(JsonFileError):
-    """There is no file at the path: callers that treat a missing file apart catch this."""
+    """Raised when a JSON file the harness reads (a `--json` report to merge,
+    `.harness/last-run.json`) does not exist; callers that treat a missing file apart catch it."""
 
     code: ClassVar[str] = "json_file_missing"
 

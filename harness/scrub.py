@@ -150,7 +150,8 @@ StringScrubber = Callable[[str], str]
 
 
 class JsonTooDeepError(CassetteError, ValueError):
-    """A JSON body or SSE event is nested deeper than `MAX_JSON_DEPTH`; it is not recorded."""
+    """Raised when a JSON body or SSE event given to the scrubber (to record it, or to write it into
+    a report or a store) nests deeper than `MAX_JSON_DEPTH` (252) levels; it is not recorded."""
 
     code: ClassVar[str] = "cassette_json_too_deep"
 

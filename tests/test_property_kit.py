@@ -137,6 +137,54 @@ def test_factory_cross_field_rules_hold() -> None:
     assert interaction == interaction.with_occurrence(2)
 
 
+def test_cassette_metadata_takes_its_fields_validated() -> None:
+    from harness.factories import CassetteMetadataFactory
+
+    assert CassetteMetadataFactory.build().provider == "openai"
+    built = CassetteMetadataFactory.build(provider="anthropic", recorded_at="2026-01-01T00:00:00")
+    assert (built.provider, built.recorded_at) == ("anthropic", "2026-01-01T00:00:00")
+    assert CassetteMetadataFactory.build(provider=None).provider is None
+
+
+@pytest.mark.parametrize(
+    ("factory", "keywords", "message"),
+    [
+        (
+            "CassetteMetadataFactory",
+            {"provder": "anthropic"},
+            "expected fields of CassetteMetadata (harness_version, provider, recorded_at) but "
+            "got provder='anthropic' (type=str)",
+        ),
+        (
+            "CassetteMetadataFactory",
+            {"provider": 5, "recorded_at": None},
+            "expected CassetteMetadata fields it accepts but got provider=5 (type=int): Input "
+            "should be a valid string; recorded_at=None (type=NoneType): Input should be a valid "
+            "string",
+        ),
+        (
+            "InteractionFactory",
+            {"ocurrence": 2},
+            "expected fields of Interaction (key, occurrence, request, response) but got "
+            "ocurrence=2 (type=int)",
+        ),
+        (
+            "CassetteDocumentFactory",
+            {"signatur": "x"},
+            "expected fields of CassetteDocument (metadata, interactions, signature) but got "
+            "signatur='x' (type=str)",
+        ),
+    ],
+)
+def test_a_misspelt_or_invalid_keyword_is_refused_naming_the_field(
+    factory: str, keywords: dict[str, Any], message: str
+) -> None:
+    build = getattr(harness.factories, factory).build
+    with pytest.raises(IllegalArgumentException) as caught:
+        build(**keywords)
+    assert str(caught.value) == message
+
+
 # -- strategies ---------------------------------------------------------------------------------
 
 

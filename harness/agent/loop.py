@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from pydantic import Field, JsonValue, PositiveInt
+from pydantic import Field, JsonValue, PositiveInt, ValidationError
 
 from harness.agent.definition import FINISH_TOOL, AgentDefinition
 from harness.agent.forced import ForcedCompletion, ForcedCompletionExhausted, classify
@@ -38,7 +38,11 @@ from harness.agent.tools import (
     approve_all,
     run_tool,
 )
-from harness.errors import AgentDecisionCallException, ToolChoiceUnsupportedError
+from harness.errors import (
+    AgentDecisionCallException,
+    IllegalArgumentException,
+    ToolChoiceUnsupportedError,
+)
 from harness.llm.gateway import Completer
 from harness.llm.models import (
     AssistantMessage,
@@ -91,6 +95,47 @@ class OverrideContext:
 LlmConfigOverride = Callable[
     [LlmCallConfig, OverrideContext], LlmCallConfig | Mapping[str, object] | None
 ]
+
+
+def _overridden(config: LlmCallConfig, override: object) -> LlmCallConfig:
+    """`config` with the changes an `llm_config_override` callback returned, each validated as
+    its field is when a config is built.
+
+    Refuses, with an `IllegalArgumentException` naming each field and what the config allows, a
+    result that is not a mapping, a field the config does not have (a misspelt `temprature`)
+    and a value its field refuses (`max_tokens=-3`), as an invalid `output_schema` is refused:
+    no call is made with a configuration the agent could not have been given.
+    """
+    allowed = ", ".join(LlmCallConfig.model_fields)
+    if not isinstance(override, Mapping):
+        raise IllegalArgumentException(
+            "expected llm_config_override to return an LlmCallConfig, a mapping of changes to "
+            f"{allowed}, or None, but got a value of type {type(override).__name__}"
+        )
+    refused: list[str] = []
+    for name, value in override.items():
+        if not isinstance(name, str) or name not in LlmCallConfig.model_fields:
+            refused.append(f"{_shown(name, value)}, which is no field of the call config")
+            continue
+        try:
+            config.evolve(**{name: value})
+        except ValidationError as error:
+            refused.append(f"{_shown(name, value)}: {error.errors()[0]['msg']}")
+    if refused:
+        raise IllegalArgumentException(
+            f"expected llm_config_override to return changes to {allowed} that the call config "
+            f"accepts but got {'; '.join(refused)}"
+        )
+    return config.evolve(**override)
+
+
+def _shown(name: object, value: object) -> str:
+    """`name=value (type=T)`, the value cut short: a callback may return anything."""
+    text = repr(value)
+    text = text if len(text) <= 60 else f"{text[:57]}..."
+    return f"{name}={text} (type={type(value).__name__})"
+
+
 MemoryExtractor = Callable[[tuple[Message, ...]], None]
 
 
@@ -154,7 +199,7 @@ class AgentLoop:
         context = OverrideContext(
             execution_phase=phase, forced_completion=state.forced_completion, step=state.step
         )
-        override = self.llm_config_override(config, context)
+        override: object = self.llm_config_override(config, context)
         call = OverrideCall(
             execution_phase=phase, step=state.step, forced_completion=state.forced_completion
         )
@@ -163,7 +208,7 @@ class AgentLoop:
             return config, state
         if isinstance(override, LlmCallConfig):
             return override, state
-        return config.model_copy(update=dict(override)), state
+        return _overridden(config, override), state
 
     def _work_step(self, state: RunState) -> RunState:
         step = state.step

@@ -13,7 +13,7 @@ from typing import Final, Protocol
 
 from pydantic import Field, JsonValue, ValidationError, field_validator, model_validator
 
-from harness.errors import IllegalArgumentException
+from harness.errors import HarnessError, IllegalArgumentException
 from harness.llm.models import ToolDefinition
 from harness.modules.models_acl import AuthenticatedSession
 from harness.modules.projection import truncate_utf16
@@ -177,8 +177,13 @@ BUILT_IN_CATALOG: Final = ToolCatalog(
 """The governed catalog used when the workflow supplies none."""
 
 
-class PolicyUnavailableError(Exception):
-    """Raised by a `ToolVisibilityPolicy` that cannot decide right now."""
+class PolicyUnavailableError(HarnessError):
+    """Raised by a server tool-visibility policy (`ToolVisibilityPolicy`, yours or a scenario's
+    `tool_policy`) that cannot decide right now. `AgentDecisionModule` never lets it through: it
+    fails closed with `SecurityException`, with no unfiltered fallback."""
+
+    code = "tool_policy_unavailable"
+    retryable = True
 
 
 class ToolVisibilityPolicy(Protocol):
@@ -190,4 +195,4 @@ class ToolVisibilityPolicy(Protocol):
 
 
 PolicyUnavailable = PolicyUnavailableError
-"""The earlier name of `PolicyUnavailableError`, kept so existing code keeps working."""
+"""The earlier name of `PolicyUnavailableError`, deprecated: kept until 1.0."""

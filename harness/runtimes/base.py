@@ -25,7 +25,8 @@ RUNTIME_NAMES: Final[tuple[RuntimeName, ...]] = get_args(RuntimeName)
 
 
 class SimulatedCrashError(HarnessError):
-    """The runtime was killed at a persistence point by a fault plan (a test device)."""
+    """Raised by a runtime when a fault plan kills it at a persistence point (a test device);
+    `run_agent` catches it and resumes the run from its store, as a restarted worker would."""
 
     code = "simulated_crash"
 
@@ -36,11 +37,14 @@ class SimulatedCrashError(HarnessError):
 
 
 class RunNotFoundError(HarnessError, LookupError):
+    """Raised when a run is resumed by an id its store does not hold."""
+
     code = "run_not_found"
 
 
 class ActivityNotRegisteredError(HarnessError):
-    """A Temporal worker lacks an activity the workflow calls (`persistForcedCompletion`)."""
+    """Raised on the Temporal profile when the worker lacks an activity the workflow calls
+    (`persistForcedCompletion`); `run_agent` reports it as the run's failure."""
 
     code = "temporal_activity_not_registered"
 
@@ -90,7 +94,8 @@ class Cancel:
 
 
 class CancelPlanInvalidError(HarnessError, ValueError):
-    """A cancellation that could never act: after `run_finished`, or where a fault fires."""
+    """Raised by `run_agent` (and the scenario loader) for a cancellation that could never act:
+    after `run_finished`, or after the same persistence as a fault."""
 
     code = "cancel_plan_invalid"
 
@@ -189,13 +194,13 @@ class Runtime:
 
 
 ActivityNotRegistered = ActivityNotRegisteredError
-"""The earlier name of `ActivityNotRegisteredError`, kept so existing code keeps working."""
+"""The earlier name of `ActivityNotRegisteredError`, deprecated: kept until 1.0."""
 
 CancelPlanInvalid = CancelPlanInvalidError
-"""The earlier name of `CancelPlanInvalidError`, kept so existing code keeps working."""
+"""The earlier name of `CancelPlanInvalidError`, deprecated: kept until 1.0."""
 
 RunNotFound = RunNotFoundError
-"""The earlier name of `RunNotFoundError`, kept so existing code keeps working."""
+"""The earlier name of `RunNotFoundError`, deprecated: kept until 1.0."""
 
 SimulatedCrash = SimulatedCrashError
-"""The earlier name of `SimulatedCrashError`, kept so existing code keeps working."""
+"""The earlier name of `SimulatedCrashError`, deprecated: kept until 1.0."""

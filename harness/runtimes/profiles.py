@@ -32,6 +32,9 @@ from harness.stores.base import StateStore
 
 
 class UnknownRuntimeError(HarnessError, ValueError):
+    """Raised when a runtime profile name is unknown (`run_agent(runtime=...)`, `runtime_for`); the
+    message lists the profiles."""
+
     code = "runtime_unknown"
 
 
@@ -99,4 +102,4 @@ def runtime_for(
 
 
 UnknownRuntime = UnknownRuntimeError
-"""The earlier name of `UnknownRuntimeError`, kept so existing code keeps working."""
+"""The earlier name of `UnknownRuntimeError`, deprecated: kept until 1.0."""

@@ -99,7 +99,8 @@ def run_agent(
 
 
 class FaultNotReachedError(HarnessError, AssertionError):
-    """A fault plan named a persistence point the run never reached that often."""
+    """Raised by `run_agent` when a fault plan named a persistence point the run never reached that
+    often, so the fault could not fire."""
 
     code = "fault_not_reached"
 
@@ -112,7 +113,8 @@ class FaultNotReachedError(HarnessError, AssertionError):
 
 
 class CancelNotReachedError(HarnessError, AssertionError):
-    """A cancellation named a persistence point the run never reached that often."""
+    """Raised by `run_agent` when a cancellation named a persistence point the run never reached
+    that often, so the run could not be cancelled there."""
 
     code = "cancel_not_reached"
 
@@ -154,7 +156,7 @@ def _failed_by_worker(
 
 
 CancelNotReached = CancelNotReachedError
-"""The earlier name of `CancelNotReachedError`, kept so existing code keeps working."""
+"""The earlier name of `CancelNotReachedError`, deprecated: kept until 1.0."""
 
 FaultNotReached = FaultNotReachedError
-"""The earlier name of `FaultNotReachedError`, kept so existing code keeps working."""
+"""The earlier name of `FaultNotReachedError`, deprecated: kept until 1.0."""

@@ -15,6 +15,9 @@ from harness.stores.migrations import LATEST_VERSION, MIGRATIONS_TABLE, RUNS_TAB
 
 
 class StoreError(HarnessError):
+    """Raised when a SQLite store opened without migrating (as `harness stores check` opens it) has
+    no database file: a missing file is never read as an empty database."""
+
     code = "store_error"
 
 

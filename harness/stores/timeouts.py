@@ -23,7 +23,8 @@ DEFAULT_STATEMENT_TIMEOUT_SECONDS: Final = 10.0
 
 
 class StoreTimeoutError(HarnessError, ValueError):
-    """A store timeout variable does not hold a positive number of seconds."""
+    """Raised when `HARNESS_STORE_CONNECT_TIMEOUT` or `HARNESS_STORE_STATEMENT_TIMEOUT` does not
+    hold a positive number of seconds."""
 
     code = "store_timeout_invalid"
 

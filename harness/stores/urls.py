@@ -14,6 +14,10 @@ DEFAULT_SQLITE_PATH: Final = Path(".harness") / "runs.sqlite3"
 
 
 class StoreUrlError(HarnessError, ValueError):
+    """Raised when a store URL (`--store-url`, a store variable, `harness stores check`) has an
+    unknown scheme or does not parse; the message says what is expected, never echoing the URL (it
+    may hold a password)."""
+
     code = "store_url_invalid"
 
 

@@ -365,6 +365,68 @@ def test_the_override_sees_the_phase_and_the_forced_state() -> None:
     assert [c.execution_phase for c in result.state.override_calls] == ["work", "forced_completion"]
 
 
+def forced_only(changes: object) -> Any:
+    """An override returning `changes` in the forced phase, nothing in the work phase."""
+
+    def override(config: Any, context: Any) -> object:
+        return changes if context.execution_phase == "forced_completion" else None
+
+    return override
+
+
+def test_an_override_naming_a_field_the_config_lacks_is_refused_with_the_allowed_fields() -> None:
+    override = forced_only({"temprature": 5, "max_tokens": -3})
+    with pytest.raises(IllegalArgumentException) as caught:
+        run(agent(), text("Paris."), finish(), llm_config_override=override)
+    assert caught.value.code == "illegal_argument"
+    message = str(caught.value)
+    assert message.startswith(
+        "expected llm_config_override to return changes to model, max_tokens, temperature"
+    )
+    assert "temprature=5 (type=int), which is no field of the call config" in message
+    assert "max_tokens=-3 (type=int): Input should be greater than 0" in message
+
+
+@pytest.mark.parametrize(
+    ("changes", "refused"),
+    [
+        ({"max_tokens": -3}, "max_tokens=-3 (type=int): Input should be greater than 0"),
+        ({"max_tokens": 0}, "max_tokens=0 (type=int): Input should be greater than 0"),
+        ({"temperature": 5}, "temperature=5 (type=int): Input should be less than or equal to 2"),
+        ({"model": ""}, "model='' (type=str): String should have at least 1 character"),
+        ({"model": None}, "model=None (type=NoneType): Input should be a valid string"),
+    ],
+)
+def test_an_override_value_the_config_refuses_never_reaches_a_call(
+    changes: dict[str, object], refused: str
+) -> None:
+    completer = TestCompleter([text("Paris."), finish()])
+    with pytest.raises(IllegalArgumentException, match="llm_config_override") as caught:
+        run_agent(
+            agent(),
+            completer,
+            user_message="Capital of France?",
+            llm_config_override=forced_only(changes),
+        )
+    assert refused in str(caught.value)
+    assert len(completer.requests) == 1, "the forced call is never made"
+
+
+def test_an_override_returning_neither_changes_nor_a_config_is_refused() -> None:
+    with pytest.raises(IllegalArgumentException, match="but got a value of type list"):
+        run(agent(), text("Paris."), finish(), llm_config_override=forced_only(["gpt-4o"]))
+
+
+def test_valid_changes_still_apply_and_a_long_value_is_cut_short() -> None:
+    result = run(
+        agent(), text("Paris."), finish(), llm_config_override=forced_only({"max_tokens": 64})
+    )
+    assert result.requests("forced")[0].max_tokens == 64
+    with pytest.raises(IllegalArgumentException) as caught:
+        run(agent(), text("Paris."), llm_config_override=forced_only({"max_tokens": "x" * 200}))
+    assert f"max_tokens='{'x' * 56}... (type=str)" in str(caught.value)
+
+
 # -- what a run produces ---------------------------------------------------------------------------
 
 

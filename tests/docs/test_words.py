@@ -1,6 +1,7 @@
 """What users read speaks of the harness, not of how this project was built: no internal
-project names, no issue numbers. The scan covers README.md, every page of docs/, and the text
-those pages are generated from (the record schemas and the `harness` command's help)."""
+project names, no issue numbers. The scan covers README.md, CHANGELOG.md, every page of docs/,
+and the text those pages are generated from (the record schemas, the error classes' docstrings
+and the `harness` command's help)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from harness.cli import main
 from tests.docs.fences import ROOT, documents
-from tests.docs.reference_hook import render_schemas
+from tests.docs.reference_hook import render_errors, render_schemas
 
 # Each pattern names an internal word and what to write instead.
 INTERNAL_WORDS = {
@@ -27,9 +28,10 @@ ALLOWED: tuple[str, ...] = ()
 
 
 def _texts() -> Iterator[tuple[str, str]]:
-    for path in documents():
+    for path in [*documents(), ROOT / "CHANGELOG.md"]:
         yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
     yield "the record reference (schemas/)", render_schemas(ROOT / "schemas")
+    yield "the error reference (error classes)", render_errors()
     yield "harness --help", "\n".join(_help(main))
 
 

@@ -5,6 +5,7 @@ agent, and a decision scenario that loads runs to a result."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,9 +114,11 @@ def mutated(document: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
     return changed
 
 
+@functools.cache
 def library_documents() -> list[dict[str, Any]]:
     """The library's scenarios as plain documents: valid and varied in kind (the few holding
-    64 KB texts are left out, as hypothesis would print them with every example)."""
+    64 KB texts are left out, as hypothesis would print them with every example). Read on the
+    first draw, not when the tests are collected."""
     documents: list[dict[str, Any]] = []
     for path in LIBRARY:
         content = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -123,11 +126,15 @@ def library_documents() -> list[dict[str, Any]]:
     return [document for document in documents if len(json.dumps(document)) < 10_000]
 
 
-DOCUMENTS = library_documents()
-MODULE_DOCUMENTS = [document for document in DOCUMENTS if document.get("kind", "agent") != "agent"]
+DOCUMENTS = st.deferred(lambda: st.sampled_from(library_documents()))
+MODULE_DOCUMENTS = st.deferred(
+    lambda: st.sampled_from(
+        [document for document in library_documents() if document.get("kind", "agent") != "agent"]
+    )
+)
 
 
-@given(document=st.sampled_from(DOCUMENTS), data=st.data())
+@given(document=DOCUMENTS, data=st.data())
 def test_a_scenario_with_one_part_changed_loads_and_builds_or_is_refused(
     scenario_file: Path, document: dict[str, Any], data: st.DataObject
 ) -> None:
@@ -139,7 +146,7 @@ def test_a_scenario_with_one_part_changed_loads_and_builds_or_is_refused(
             agent_definition(loaded.scenario, agent)
 
 
-@given(document=st.sampled_from(MODULE_DOCUMENTS), data=st.data())
+@given(document=MODULE_DOCUMENTS, data=st.data())
 def test_a_module_scenario_with_one_part_changed_runs_or_is_refused(
     scenario_file: Path, document: dict[str, Any], data: st.DataObject
 ) -> None:

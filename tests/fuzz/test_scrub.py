@@ -167,6 +167,7 @@ def test_json_text_scrubs_every_string_and_keeps_the_rest(
     text = json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
     scrubbed = scrubber.json_text(text)
     assert json.loads(scrubbed) == strings_scrubbed(json.loads(text), scrubber)
-    assert secret not in scrubbed
+    if not set(secret) <= set("0123456789+-.eE"):  # else it may be the digits of a number, kept
+        assert secret not in scrubbed
     if secret not in text and scrubber.text(text) == text:
         assert scrubbed is text, "text holding no secret is kept as it is"
