@@ -24,6 +24,7 @@ from harness.error_registry import (
     registry,
 )
 from harness.errors import HarnessError
+from tests.support.package_source import parsed, python_files
 
 PACKAGE = Path(harness.__file__).parent
 
@@ -63,10 +64,7 @@ def source_errors() -> dict[Where, ast.ClassDef]:
     class inside a function included), keyed by module and name. A base is followed through
     the imports of the module that names it, so a class that only shares an error's name is no
     error."""
-    trees = {
-        _module_name(path): (path, ast.parse(path.read_text(encoding="utf-8")))
-        for path in sorted(PACKAGE.rglob("*.py"))
-    }
+    trees = {_module_name(path): (path, parsed(path)) for path in python_files(PACKAGE)}
     names = {module: _names(module, path, tree) for module, (path, tree) in trees.items()}
 
     def resolved(where: Where) -> Where:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 import harness
+from tests.support.package_source import parsed, python_files
 
 PACKAGE: Final = Path(harness.__file__).parent
 
@@ -24,7 +25,7 @@ PACKAGE: Final = Path(harness.__file__).parent
 def _modules(root: Path) -> dict[str, Path]:
     """Module name -> file, for every module and package under `root` (a package folder)."""
     modules: dict[str, Path] = {}
-    for path in root.rglob("*.py"):
+    for path in python_files(root):
         parts = path.relative_to(root.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         modules[name] = path
@@ -60,7 +61,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         loaded: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(parsed(path)):
             for target in _targets(name, path, node):
                 parts = target.split(".")
                 prefixes = (".".join(parts[:end]) for end in range(1, len(parts) + 1))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from tests.support.package_source import python_files, source
 
 PACKAGE = Path(harness.__file__).parent
 
@@ -44,8 +45,8 @@ def _literal(value: ast.expr) -> bool:
 def test_no_module_updates_a_model_with_keys_it_did_not_write() -> None:
     found = [
         f"{path.relative_to(PACKAGE.parent)}:{line}"
-        for path in sorted(PACKAGE.rglob("*.py"))
-        for line in unchecked_updates(path.read_text(encoding="utf-8"))
+        for path in python_files(PACKAGE)
+        for line in unchecked_updates(source(path))
     ]
     assert found == [], "validate the changes: use `evolve(**changes)` or `model_validate`"
 

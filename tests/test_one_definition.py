@@ -31,6 +31,7 @@ from harness.runtimes.base import RUNTIME_NAMES
 from harness.scenarios.format import AgentSpec
 from harness.stores.base import STORE_KINDS
 from harness.targets.protocol import Feature
+from tests.support.package_source import parsed, python_files
 
 PACKAGE: Final = Path(harness.__file__).parent
 
@@ -74,8 +75,8 @@ def _package_trees() -> tuple[tuple[str, ast.Module], ...]:
     """(path from the repository root, parsed module) of every module of the package, parsed
     once for every scan of this file."""
     return tuple(
-        (path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
-        for path in sorted(PACKAGE.rglob("*.py"))
+        (path.relative_to(PACKAGE.parent).as_posix(), parsed(path))
+        for path in python_files(PACKAGE)
     )
 
 

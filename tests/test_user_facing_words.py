@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final
 
 import harness
+from tests.support.package_source import parsed, python_files
 
 PACKAGE: Final = Path(harness.__file__).parent
 
@@ -37,9 +38,9 @@ def _strings(tree: ast.AST) -> Iterator[tuple[int, str]]:
 def internal_words(root: Path) -> list[str]:
     """`file:line: match` for every internal word in a string literal under `root`."""
     found: list[str] = []
-    for path in sorted(root.rglob("*.py")):
+    for path in python_files(root):
         relative = path.relative_to(root.parent).as_posix()
-        for line, text in _strings(ast.parse(path.read_text(encoding="utf-8"))):
+        for line, text in _strings(parsed(path)):
             for match in INTERNAL.finditer(text):
                 around = text[max(0, match.start() - 1) : match.end() + 1]
                 if any(

@@ -140,7 +140,7 @@ def check_cell(runner: TargetRunner, cell: Cell, answer: Any) -> None:
     assert runner.run_cell(cell, RunOptions()).passed
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(answer=JSON)
 def test_any_json_as_an_answer_fails_the_cell_cleanly(
     runner: TargetRunner, cell: Cell, answer: Any
@@ -148,7 +148,7 @@ def test_any_json_as_an_answer_fails_the_cell_cleanly(
     check_cell(runner, cell, answer)
 
 
-@settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_true_answer_with_any_member_changed_fails_or_passes_cleanly(
     runner: TargetRunner, cell: Cell, true_answer: dict[str, Any], data: st.DataObject

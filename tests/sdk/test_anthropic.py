@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,13 +28,7 @@ from tests.support.fake_provider import (
     answer_by_prompt,
     serve,
 )
-from tests.support.sdk_replay import (
-    Failure,
-    NetworkGuard,
-    RecordAndReplay,
-    Runs,
-    assert_same_parse,
-)
+from tests.support.sdk_replay import Failure, NetworkGuard, Said, SdkSuite
 
 MODEL = "claude-sonnet-4-5"
 OVERLOADED = ProviderError(
@@ -137,15 +130,6 @@ ASYNC_SURFACES: dict[str, AsyncSurface] = {
 # -- what the model said, read back from each surface's parsed result ------------------------------
 
 
-@dataclass(frozen=True)
-class Said:
-    """What a parsed reply says: its text, its tool calls and its stop reason."""
-
-    text: str
-    calls: list[tuple[str, Any]]
-    stop: str | None
-
-
 def expected(answer: Answer) -> Said:
     stop = "max_tokens" if answer.cut_off else "tool_use" if answer.tool_calls else "end_turn"
     return Said(answer.text, [(call.name, call.arguments) for call in answer.tool_calls], stop)
@@ -192,51 +176,60 @@ SAID_BY: dict[str, Callable[[object], Said]] = {
 }
 
 
-def check_recording(surface: str, case: str, runs: Runs) -> None:
-    """The recording parsed to what the provider was scripted to say, and the replay to the same."""
-    outcome = OUTCOMES[case]
-    if isinstance(outcome, ProviderError):
-        assert isinstance(runs.recorded, Failure)
-        if outcome.mid_stream and surface != "create":
+def said(answer: Answer) -> Callable[[str, object], None]:
+    def check(surface: str, recorded: object) -> None:
+        assert SAID_BY[surface](recorded) == expected(answer)
+
+    return check
+
+
+def refused(error: ProviderError) -> Callable[[str, object], None]:
+    def check(surface: str, recorded: object) -> None:
+        assert isinstance(recorded, Failure)
+        if error.mid_stream and surface != "create":
             # the stream had started with status 200: anthropic raises its base status error
-            assert runs.recorded.error_type is anthropic.APIStatusError
-            assert runs.recorded.status_code == 200
+            assert recorded.error_type is anthropic.APIStatusError
+            assert recorded.status_code == 200
         else:
-            assert runs.recorded.status_code == outcome.status
-            assert issubclass(runs.recorded.error_type, anthropic.APIStatusError)
-        assert runs.recorded.body == {
+            assert recorded.status_code == error.status
+            assert issubclass(recorded.error_type, anthropic.APIStatusError)
+        assert recorded.body == {
             "type": "error",
-            "error": {"type": outcome.kind, "message": outcome.message},
+            "error": {"type": error.kind, "message": error.message},
         }
-    else:
-        assert SAID_BY[surface](runs.recorded) == expected(outcome)
-    assert_same_parse(runs)
+
+    return check
 
 
-CASES = [(surface, case) for surface in SYNC_SURFACES for case in OUTCOMES]
-
-
-@pytest.mark.parametrize(("surface", "case"), CASES)
-def test_sync_client_replays_what_it_recorded(
-    record_and_replay: RecordAndReplay, surface: str, case: str
-) -> None:
-    def call(base_url: str, transport: CassetteTransport) -> object:
+def on_sync_client(surface: SyncSurface) -> Callable[[str, CassetteTransport, str], object]:
+    def call(base_url: str, transport: CassetteTransport, prompt: str) -> object:
         with sync_client(base_url, httpx2.Client(transport=transport)) as client:
-            return SYNC_SURFACES[surface](client, case)
+            return surface(client, prompt)
 
-    check_recording(surface, case, record_and_replay.sync(SCRIPT, call))
+    return call
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize(("surface", "case"), CASES)
-async def test_async_client_replays_what_it_recorded(
-    record_and_replay: RecordAndReplay, surface: str, case: str
-) -> None:
-    async def call(base_url: str, transport: CassetteTransport) -> object:
+def on_async_client(
+    surface: AsyncSurface,
+) -> Callable[[str, CassetteTransport, str], Awaitable[object]]:
+    async def call(base_url: str, transport: CassetteTransport, prompt: str) -> object:
         async with async_client(base_url, httpx2.AsyncClient(transport=transport)) as client:
-            return await ASYNC_SURFACES[surface](client, case)
+            return await surface(client, prompt)
 
-    check_recording(surface, case, await record_and_replay.asynchronous(SCRIPT, call))
+    return call
+
+
+SUITE = SdkSuite(
+    script=SCRIPT,
+    expectations={
+        case: said(outcome) if isinstance(outcome, Answer) else refused(outcome)
+        for case, outcome in OUTCOMES.items()
+    },
+    sync_surfaces={name: on_sync_client(surface) for name, surface in SYNC_SURFACES.items()},
+    async_surfaces={name: on_async_client(surface) for name, surface in ASYNC_SURFACES.items()},
+)
+test_sync_client_replays_what_it_recorded = SUITE.sync_test()
+test_async_client_replays_what_it_recorded = SUITE.async_test()
 
 
 # -- anthropic's own http clients, misses --------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -32,13 +31,7 @@ from tests.support.fake_provider import (
     openai_chat_reply,
     serve,
 )
-from tests.support.sdk_replay import (
-    Failure,
-    NetworkGuard,
-    RecordAndReplay,
-    Runs,
-    assert_same_parse,
-)
+from tests.support.sdk_replay import Failure, NetworkGuard, Said, SdkSuite
 
 MODEL = "gpt-4o-mini"
 OUTCOMES: dict[str, Outcome] = {
@@ -159,16 +152,6 @@ ASYNC_SURFACES: dict[str, AsyncSurface] = {
 # -- what the model said, read back from each surface's parsed result ------------------------------
 
 
-@dataclass(frozen=True)
-class Said:
-    """What a parsed reply says: its text, its tool calls and why it stopped (`end`, `tool`,
-    `cut_off`), whatever the surface."""
-
-    text: str
-    calls: list[tuple[str, Any]]
-    stop: str
-
-
 def expected(answer: Answer) -> Said:
     stop = "cut_off" if answer.cut_off else "tool" if answer.tool_calls else "end"
     return Said(answer.text, [(call.name, call.arguments) for call in answer.tool_calls], stop)
@@ -236,43 +219,52 @@ SAID_BY: dict[str, Callable[[object], Said]] = {
 }
 
 
-def check_recording(surface: str, case: str, runs: Runs) -> None:
-    """The recording parsed to what the provider was scripted to say, and the replay to the same."""
-    outcome = OUTCOMES[case]
-    if isinstance(outcome, ProviderError):
-        assert isinstance(runs.recorded, Failure)
-        assert runs.recorded.error_type is openai.RateLimitError
-        assert runs.recorded.status_code == 429
-        assert outcome.message in runs.recorded.message
-    else:
-        assert SAID_BY[surface](runs.recorded) == expected(outcome)
-    assert_same_parse(runs)
+def said(answer: Answer) -> Callable[[str, object], None]:
+    def check(surface: str, recorded: object) -> None:
+        assert SAID_BY[surface](recorded) == expected(answer)
+
+    return check
 
 
-CASES = [(surface, case) for surface in SYNC_SURFACES for case in OUTCOMES]
+def rate_limited(error: ProviderError) -> Callable[[str, object], None]:
+    def check(surface: str, recorded: object) -> None:
+        assert isinstance(recorded, Failure)
+        assert recorded.error_type is openai.RateLimitError
+        assert recorded.status_code == 429
+        assert error.message in recorded.message
+
+    return check
 
 
-@pytest.mark.parametrize(("surface", "case"), CASES)
-def test_sync_client_replays_what_it_recorded(
-    record_and_replay: RecordAndReplay, surface: str, case: str
-) -> None:
-    def call(base_url: str, transport: CassetteTransport) -> object:
+def on_sync_client(surface: SyncSurface) -> Callable[[str, CassetteTransport, str], object]:
+    def call(base_url: str, transport: CassetteTransport, prompt: str) -> object:
         with sync_client(base_url, transport) as client:
-            return SYNC_SURFACES[surface](client, case)
+            return surface(client, prompt)
 
-    check_recording(surface, case, record_and_replay.sync(SCRIPT, call))
+    return call
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize(("surface", "case"), CASES)
-async def test_async_client_replays_what_it_recorded(
-    record_and_replay: RecordAndReplay, surface: str, case: str
-) -> None:
-    async def call(base_url: str, transport: CassetteTransport) -> object:
+def on_async_client(
+    surface: AsyncSurface,
+) -> Callable[[str, CassetteTransport, str], Awaitable[object]]:
+    async def call(base_url: str, transport: CassetteTransport, prompt: str) -> object:
         async with async_client(base_url, transport) as client:
-            return await ASYNC_SURFACES[surface](client, case)
+            return await surface(client, prompt)
 
-    check_recording(surface, case, await record_and_replay.asynchronous(SCRIPT, call))
+    return call
+
+
+SUITE = SdkSuite(
+    script=SCRIPT,
+    expectations={
+        case: said(outcome) if isinstance(outcome, Answer) else rate_limited(outcome)
+        for case, outcome in OUTCOMES.items()
+    },
+    sync_surfaces={name: on_sync_client(surface) for name, surface in SYNC_SURFACES.items()},
+    async_surfaces={name: on_async_client(surface) for name, surface in ASYNC_SURFACES.items()},
+)
+test_sync_client_replays_what_it_recorded = SUITE.sync_test()
+test_async_client_replays_what_it_recorded = SUITE.async_test()
 
 
 # -- misses, client kinds, abandoned streams -------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import anthropic
 import openai
@@ -146,3 +146,70 @@ async def async_outcome(call: Awaitable[object]) -> object:
         return await call
     except STATUS_ERRORS as error:
         return failure(error)
+
+
+# -- the skeleton both providers' SDK tests are written on -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a parsed reply says, whatever the surface: its text, its tool calls, and why it
+    stopped, in the provider's own words."""
+
+    text: str
+    calls: list[tuple[str, Any]]
+    stop: str | None
+
+
+SyncSurface = Callable[[str, CassetteTransport, str], object]
+"""One SDK surface: given the provider's base URL, the transport and the prompt, it builds its
+client on the transport, makes the call, closes the client and returns the parsed result."""
+AsyncSurface = Callable[[str, CassetteTransport, str], Awaitable[object]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SdkSuite:
+    """One provider's official SDK, recorded and replayed the same way as every other's: each
+    surface (sync and async) is called once per scripted outcome, and the replay must parse to
+    exactly what the recording parsed, which must say what the provider was scripted to say.
+
+    A provider's test module builds its suite and takes the two tests it makes:
+    `test_sync_client_replays_what_it_recorded = SUITE.sync_test()`.
+    """
+
+    script: Script
+    expectations: dict[str, Callable[[str, object], None]]
+    """Per scripted case (the prompt the script answers by): a check of what the recording
+    parsed to on a surface (given the surface's name and the parsed result or `Failure`)."""
+    sync_surfaces: dict[str, SyncSurface]
+    async_surfaces: dict[str, AsyncSurface]
+
+    def cases(self) -> list[tuple[str, str]]:
+        return [(surface, case) for surface in self.sync_surfaces for case in self.expectations]
+
+    def check(self, surface: str, case: str, runs: Runs) -> None:
+        self.expectations[case](surface, runs.recorded)
+        assert_same_parse(runs)
+
+    def sync_test(self) -> Callable[[RecordAndReplay, str, str], None]:
+        @pytest.mark.parametrize(("surface", "case"), self.cases())
+        def test(record_and_replay: RecordAndReplay, surface: str, case: str) -> None:
+            runs = record_and_replay.sync(
+                self.script,
+                lambda base_url, transport: self.sync_surfaces[surface](base_url, transport, case),
+            )
+            self.check(surface, case, runs)
+
+        return test
+
+    def async_test(self) -> Callable[[RecordAndReplay, str, str], Awaitable[None]]:
+        @pytest.mark.anyio
+        @pytest.mark.parametrize(("surface", "case"), self.cases())
+        async def test(record_and_replay: RecordAndReplay, surface: str, case: str) -> None:
+            runs = await record_and_replay.asynchronous(
+                self.script,
+                lambda base_url, transport: self.async_surfaces[surface](base_url, transport, case),
+            )
+            self.check(surface, case, runs)
+
+        return test
