@@ -553,8 +553,9 @@ def cassettes() -> None:
 @click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, exists=True))
 def cassettes_verify(paths: tuple[Path, ...]) -> None:
     """List every problem: content that is not a cassette, each digest or signature that does not
-    match; exit 1 if any, 2 if a path cannot be read."""
-    from harness.cassettes.review import cassette_files, verify
+    match; exit 1 if any, 2 if a path cannot be read. Warn (exit 0) about identical requests
+    recorded with different answers, whose replay depends on the order requests arrive in."""
+    from harness.cassettes.review import cassette_files, order_dependent, verify
 
     checked = len(_or_invalid(lambda: cassette_files(paths)))
     if not checked:
@@ -564,6 +565,8 @@ def cassettes_verify(paths: tuple[Path, ...]) -> None:
     for problem in problems:
         named = problem.problem.startswith(f"{problem.path}")  # the message names its file
         click.echo(problem.problem if named else f"{problem.path}: {problem.problem}")
+    for warning in _or_invalid(lambda: order_dependent(list(paths))):
+        click.echo(str(warning))
     if problems:
         click.echo(f"{len(problems)} problem(s) in {checked} cassette(s)", err=True)
         sys.exit(EXIT_FAILED)

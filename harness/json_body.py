@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from decimal import Decimal
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
 from harness.errors import HarnessError
 from harness.files import FileTooLargeError, NotARegularFileError, read_regular_file
@@ -21,11 +22,14 @@ levels; a deeper body is keyed, scrubbed and stored as text, so no reader (nor t
 libraries behind it) comes near Python's recursion limit."""
 
 
-def parse_json_body(body: bytes | str | None) -> tuple[bool, Any]:
+def parse_json_body(
+    body: bytes | str | None, *, numbers: NumberReaders | None = None
+) -> tuple[bool, Any]:
     """`(True, value)` when `body` is a JSON document, else `(False, None)`.
 
     Not JSON here, so kept as text: a body nested deeper than `MAX_BODY_DEPTH`, and one holding
     `NaN` or `Infinity` (Python's parser accepts them; JSON and a cassette file cannot hold them).
+    `numbers` reads numbers another way (`canonical_numbers`: by value, as RFC 8785 does).
     """
     if not body:
         return False, None
@@ -36,19 +40,33 @@ def parse_json_body(body: bytes | str | None) -> tuple[bool, Any]:
     ):
         return False, None
     try:
-        return True, strict_json(body)
+        return True, strict_json(body, numbers=numbers)
     except (ValueError, UnicodeDecodeError):
         return False, None
 
 
-def strict_json(text: str | bytes) -> Any:
+class NumberReaders(NamedTuple):
+    """How a JSON parser turns number literals into values (`json.loads`'s two hooks)."""
+
+    read_float: Callable[[str], Any]
+    read_int: Callable[[str], Any]
+
+
+def strict_json(text: str | bytes, *, numbers: NumberReaders | None = None) -> Any:
     """`text` decoded as JSON as RFC 8259 defines it.
 
     Raises `ValueError` (`json.JSONDecodeError` for a syntax error) for what Python's parser
     accepts beyond JSON: `NaN`, `Infinity` and `-Infinity`, and a number too large for a 64-bit
     float, which it reads as infinity. None of them can be written back as JSON.
     """
-    return json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite_float)
+    if numbers is None:
+        return json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite_float)
+    return json.loads(
+        text,
+        parse_constant=_not_a_json_number,
+        parse_float=numbers.read_float,
+        parse_int=numbers.read_int,
+    )
 
 
 def _not_a_json_number(name: str) -> Any:
@@ -60,6 +78,38 @@ def _finite_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"the number {text[:40]} is too large for a 64-bit float")
     return value
+
+
+MAX_EXACT_INTEGER: Final = 2**53
+"""Beyond it a double no longer holds every integer: JavaScript reads `9007199254740993` as
+`9007199254740992`, and so does the canonical form."""
+
+
+def canonical_number(value: float) -> int | float:
+    """The value RFC 8785 writes for the double `value`: an integral double below 10^21 as the
+    integer JavaScript prints (`1.0` -> `1`, `1.2345678901234568e19` -> `12345678901234568000`),
+    any other double as itself (written in its shortest round-trip form)."""
+    if value.is_integer() and abs(value) < 1e21:
+        if abs(value) < MAX_EXACT_INTEGER:
+            return int(value)
+        return int(Decimal(repr(value)))  # the shortest digits, then zeros, as JavaScript prints
+    return value
+
+
+def _canonical_float(text: str) -> int | float:
+    return canonical_number(_finite_float(text))
+
+
+def _canonical_int(text: str) -> int | float:
+    value = int(text)
+    if -MAX_EXACT_INTEGER < value < MAX_EXACT_INTEGER:
+        return value
+    return canonical_number(_finite_float(text))
+
+
+canonical_numbers: Final = NumberReaders(_canonical_float, _canonical_int)
+"""Numbers read by value, as RFC 8785 (the JSON Canonicalization Scheme) reads them: `1.0`, `1`
+and `1e0` are the same number, and an integer beyond 2^53 is the double nearest to it."""
 
 
 _JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

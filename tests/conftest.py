@@ -41,3 +41,12 @@ def redis_url() -> Iterator[str]:
 
     with redis_server() as url:
         yield url
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Hypothesis properties run without coverage tracing (pytest-cov's `no_cover`): they run a
+    body hundreds of times to find inputs that break it, and the tracer nearly doubled what they
+    cost, while the example-based tests are what the coverage floor measures."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.no_cover)

@@ -2,8 +2,9 @@
 
 ```json
 {
-  "format": "harness-cassette/1",
-  "metadata": {"harness_version": "...", "provider": "openai", "recorded_at": "..."},
+  "format": "harness-cassette/2",
+  "metadata": {"harness_version": "...", "provider": "openai", "recorded_at": "...",
+               "identical_requests": "shared"},
   "interactions": [
     {"key": "sha256:...", "occurrence": 1,
      "request": {"method": "POST", "path": "/v1/chat/completions", "query": "",
@@ -14,6 +15,14 @@
   "signature": "hmac-sha256:..."
 }
 ```
+
+The format names the request key (`harness.cassettes.key.KEY_VERSIONS`): `harness-cassette/2`
+keys numbers by value (RFC 8785), `harness-cassette/1` as the client spelt them. Both are read,
+replayed and verified; a `harness-cassette/1` file keeps its format and its keys when interactions
+are added to it, and is also found by the version-2 key of a request (see `CassetteTransport`).
+`identical_requests` says how the cassette answers a request sent again: `shared`, one answer per
+distinct request, played again for every identical request; `separate` (and a file that does not
+say), one recorded answer per occurrence, in order.
 
 A body is stored as `body` (a JSON value), `body_text` or `body_base64`; a `text/event-stream`
 response as `events`, the list of its SSE events. Keys and headers are in a stable order and the
@@ -42,7 +51,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple, cast, get_args
 
 import orjson
 from pydantic import (
@@ -59,7 +68,7 @@ from pydantic import (
 )
 
 from harness import files
-from harness.cassettes.key import canonical_request_key, keyed_headers
+from harness.cassettes.key import KEY_VERSIONS, canonical_request_key, keyed_headers
 from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
 from harness.files import (
     FileTooLargeError,
@@ -73,8 +82,12 @@ from harness.protocol.canonical import canonical_json
 from harness.scrub import SIGNING_KEY_VARIABLE
 from harness.sse import SseEvent, render_sse
 
-FORMAT: Final = "harness-cassette/1"
-SUPPORTED_FORMATS: Final = (FORMAT,)
+CassetteFormat = Literal["harness-cassette/1", "harness-cassette/2"]
+FORMAT: Final[CassetteFormat] = "harness-cassette/2"
+"""The format new cassettes are written in; its request key is `KEY_VERSION`."""
+SUPPORTED_FORMATS: Final[tuple[CassetteFormat, ...]] = get_args(CassetteFormat)
+IdenticalRequests = Literal["shared", "separate"]
+"""How a cassette answers an identical request sent again (see the module docstring)."""
 SIGNATURE_PREFIX: Final = "hmac-sha256:"
 
 MAX_NESTING_DEPTH: Final = MAX_BODY_DEPTH + 4
@@ -173,6 +186,18 @@ class RecordedResponse(_CassetteModel):
             return render_sse(self.events)
         return body_bytes(self.body, self.body_text, self.body_base64)
 
+    def replay_parts(self) -> tuple[int, list[tuple[bytes, bytes]], list[bytes]]:
+        """Status, header pairs and body chunks, as a replay sends them.
+
+        Headers go out as UTF-8 bytes: httpx refuses non-ASCII text in a header, and a recorded
+        value httpx decoded from the wire may hold some.
+        """
+        headers = [
+            (name.encode("utf-8", "backslashreplace"), value.encode("utf-8", "backslashreplace"))
+            for name, value in self.headers.items()
+        ]
+        return self.status, headers, self.chunks()
+
 
 class Interaction(_CassetteModel):
     """One recorded request and its response; `occurrence` counts from 1 per key."""
@@ -207,12 +232,15 @@ class CassetteMetadata(_CassetteModel):
     harness_version: str
     provider: str | None = None
     recorded_at: str
+    identical_requests: IdenticalRequests | None = None
+    """`shared` or `separate` (see the module docstring); a file that does not say is `separate`,
+    as every cassette was before the choice existed."""
 
 
 class CassetteDocument(_CassetteModel):
     """The whole file."""
 
-    format: Literal["harness-cassette/1"] = FORMAT
+    format: CassetteFormat = FORMAT
     metadata: CassetteMetadata
     interactions: list[Interaction] = Field(default_factory=list)
     signature: str | None = None
@@ -278,7 +306,7 @@ def signature_for(cassette: Cassette, signing_key: str) -> str:
     """HMAC-SHA256 over the format, the metadata and every interaction digest, in order."""
     message = canonical_json(
         {
-            "format": FORMAT,
+            "format": cassette.format,
             "metadata": cassette.metadata.model_dump(mode="json", exclude_none=True),
             "digests": [entry.digest for entry in cassette.entries],
         }
@@ -350,8 +378,10 @@ class Cassette:
         digests: list[str] | None = None,
         entries: list[Entry] | None = None,
         exact: dict[ExactRequest, str] | None = None,
+        format: CassetteFormat = FORMAT,
     ) -> None:
         self.path = path
+        self.format = format
         self.metadata = metadata
         self.signature = signature
         self.interactions = interactions
@@ -377,10 +407,24 @@ class Cassette:
     def __len__(self) -> int:
         return len(self.entries)
 
+    @property
+    def key_version(self) -> int:
+        """The request key version the interactions are keyed with (named by the format)."""
+        return next(version for version, name in KEY_VERSIONS.items() if name == self.format)
+
+    @property
+    def identical_requests(self) -> IdenticalRequests:
+        """How this cassette answers an identical request sent again (`separate` unless said)."""
+        return self.metadata.identical_requests or "separate"
+
     @classmethod
     def from_document(cls, path: Path, document: CassetteDocument) -> Cassette:
         return cls(
-            path, document.metadata, list(document.interactions), signature=document.signature
+            path,
+            document.metadata,
+            list(document.interactions),
+            signature=document.signature,
+            format=document.format,
         )
 
     @property
@@ -401,14 +445,24 @@ class Cassette:
 
     @property
     def document(self) -> CassetteDocument:
-        return CassetteDocument(
-            metadata=self.metadata, interactions=list(self.interactions), signature=self.signature
+        return CassetteDocument.model_validate(
+            {
+                "format": self.format,
+                "metadata": self.metadata,
+                "interactions": list(self.interactions),
+                "signature": self.signature,
+            }
         )
 
     @classmethod
-    def new(cls, path: str | os.PathLike[str], provider: str | None = None) -> Cassette:
+    def new(
+        cls,
+        path: str | os.PathLike[str],
+        provider: str | None = None,
+        identical_requests: IdenticalRequests | None = None,
+    ) -> Cassette:
         """An empty cassette for `path` (nothing is written until `save`)."""
-        return cls(Path(path), new_metadata(provider), [])
+        return cls(Path(path), new_metadata(provider, identical_requests), [])
 
     @classmethod
     def load(
@@ -465,28 +519,21 @@ class Cassette:
         return cassette
 
     def replay_parts(self, index: int) -> tuple[int, list[tuple[bytes, bytes]], list[bytes]]:
-        """Status, header pairs and body chunks of interaction `index`, as a replay sends them.
-
-        Headers go out as UTF-8 bytes: httpx refuses non-ASCII text in a header, and a recorded
-        value httpx decoded from the wire may hold some.
-        """
+        """Status, header pairs and body chunks of interaction `index`, as a replay sends them
+        (`RecordedResponse.replay_parts`)."""
         interactions = self.interactions
         response = (
             interactions.response(index)
             if isinstance(interactions, _StoredInteractions)
             else interactions[index].response
         )
-        headers = [
-            (name.encode("utf-8", "backslashreplace"), value.encode("utf-8", "backslashreplace"))
-            for name, value in response.headers.items()
-        ]
-        return response.status, headers, response.chunks()
+        return response.replay_parts()
 
     def dumps(self, signing_key: str | None = None) -> bytes:
         """The file bytes: stable key order, two-space indent, a final newline."""
         key = signing_key or signing_key_from_environment()
         data: dict[str, Any] = {
-            "format": FORMAT,
+            "format": self.format,
             "metadata": self.metadata.model_dump(mode="json", exclude_none=True),
             "interactions": list(self.raw),
         }
@@ -502,13 +549,16 @@ class Cassette:
         return text.encode("utf-8", "backslashreplace")  # a lone surrogate as its JSON escape
 
 
-def new_metadata(provider: str | None) -> CassetteMetadata:
+def new_metadata(
+    provider: str | None, identical_requests: IdenticalRequests | None = None
+) -> CassetteMetadata:
     from harness import __version__
 
     return CassetteMetadata(
         harness_version=__version__,
         provider=provider,
         recorded_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+        identical_requests=identical_requests,
     )
 
 
@@ -685,6 +735,7 @@ def _kept_as_bytes(path: Path, raw: bytes, *, index_requests: bool) -> Cassette 
         digests=digests,
         entries=entries,
         exact=exact,
+        format=frame.format,
     )
 
 
@@ -811,6 +862,7 @@ def _checked(path: Path, data: Any) -> Cassette:
         raw=raw,
         signature=signature,
         digests=[_stored_digest(path, index, item) for index, item in enumerate(raw)],
+        format=cast(CassetteFormat, found),
     )
 
 
@@ -926,12 +978,14 @@ def body_bytes(body: JsonValue, text: str | None, encoded: str | None) -> bytes:
     return b""
 
 
-def rekey(request: RecordedRequest, volatile: Iterable[str] = ()) -> str:
-    """The canonical key of a stored request (headers as stored, i.e. scrubbed)."""
+def rekey(request: RecordedRequest, volatile: Iterable[str] = (), *, version: int = 2) -> str:
+    """The canonical key of a stored request (headers as stored, i.e. scrubbed), of the key
+    `version` (`harness.cassettes.key.KEY_VERSIONS`)."""
     return canonical_request_key(
         request.method,
         request.url,
         request.headers,
         request.body_bytes(),
         volatile=tuple(volatile),
+        version=version,
     )

@@ -12,8 +12,18 @@ with sorted keys of:
   `volatile_fields`) and the caller's removed, or for a non-JSON body `body_text`
   (UTF-8) or `body_base64`; an empty body is `null`.
 
+Numbers in a JSON body mean their value, as RFC 8785 (the JSON Canonicalization Scheme) reads
+them: each is the IEEE 754 double it denotes, so `1.0`, `1` and `1e0` are one key whether a
+Python client (which sends `1.0` for a float) or a JavaScript one (which can only send `1`) made
+the request. An integral value below 10^21 is written as an integer (with the digits JavaScript
+prints: `12345678901234567890` is the double `12345678901234567000`), any other value in its
+shortest round-trip form.
+
 This is a compatibility contract: golden tests pin the key of fixed requests, and changing how it
-is computed bumps the cassette format version.
+is computed bumps the key version, which the cassette format names (`KEY_VERSIONS`). Version 1,
+the key of `harness-cassette/1` files, wrote each number as the client spelt it (`1.0` and `1`
+were two keys); everything else is the same, so both versions give one key for a request whose
+numbers are spelt canonically already.
 """
 
 from __future__ import annotations
@@ -27,9 +37,14 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from harness.errors import CassetteError
-from harness.json_body import parse_json_body
+from harness.json_body import canonical_numbers, parse_json_body
 from harness.providers import BUILT_IN, detect_spec, find_provider, keyed_header_names
 from harness.scrub import CREDENTIAL_QUERY_PARAMETERS
+
+KEY_VERSION: Final = 2
+"""The request key new cassettes are written with (numbers by value, RFC 8785)."""
+KEY_VERSIONS: Final[Mapping[int, str]] = {1: "harness-cassette/1", 2: "harness-cassette/2"}
+"""Each key version and the cassette format whose interactions are keyed with it."""
 
 KEYED_HEADERS: Final = frozenset(name for spec in BUILT_IN.values() for name in spec.keyed_headers)
 """Headers that change what a built-in provider does, and so are part of the key (the key
@@ -62,17 +77,19 @@ def canonical_request_key(
     *,
     volatile: Sequence[str] = (),
     provider: str | None = None,
+    version: int = KEY_VERSION,
 ) -> str:
     """The `sha256:` key of a request; see the module docstring for what it covers.
 
     `volatile` adds JSON pointers to the provider's default volatile fields (`provider` is detected
-    from the path when not given).
+    from the path when not given); `version` is the key version (`KEY_VERSIONS`), the latest by
+    default.
     """
     return (
         "sha256:"
         + hashlib.sha256(
             canonical_request_bytes(
-                method, url, headers, body, volatile=volatile, provider=provider
+                method, url, headers, body, volatile=volatile, provider=provider, version=version
             )
         ).hexdigest()
     )
@@ -86,8 +103,13 @@ def canonical_request_bytes(
     *,
     volatile: Sequence[str] = (),
     provider: str | None = None,
+    version: int = KEY_VERSION,
 ) -> bytes:
     """The canonical bytes the key hashes (useful to see why two keys differ)."""
+    if version not in KEY_VERSIONS:
+        raise CassetteError(
+            f"expected a request key version in {sorted(KEY_VERSIONS)} but got {version!r}"
+        )
     parts = urlsplit(url)
     path = parts.path or "/"
     document: dict[str, Any] = {
@@ -100,7 +122,7 @@ def canonical_request_bytes(
         ),
         "headers": keyed_headers(headers),
     }
-    document.update(_canonical_body(body, path, volatile, provider))
+    document.update(_canonical_body(body, path, volatile, provider, version))
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # JSON allows a lone surrogate ("\ud83d", half an emoji cut by a JS client); it is written
     # back as that escape. Any other text encodes exactly as UTF-8, so no existing key changes.
@@ -124,11 +146,15 @@ def keyed_headers(
 
 
 def _canonical_body(
-    body: bytes | str | None, path: str, volatile: Sequence[str], provider: str | None
+    body: bytes | str | None,
+    path: str,
+    volatile: Sequence[str],
+    provider: str | None,
+    version: int,
 ) -> dict[str, Any]:
     if not body:
         return {"body": None}
-    is_json, value = parse_json_body(body)
+    is_json, value = parse_json_body(body, numbers=canonical_numbers if version >= 2 else None)
     if is_json:
         spec = find_provider(provider) if provider else detect_spec(path)
         pointers = (*(spec.volatile_fields if spec is not None else ()), *volatile)
@@ -214,6 +240,8 @@ def _without(node: Any, parts: list[str]) -> Any:
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",
     "KEYED_HEADERS",
+    "KEY_VERSION",
+    "KEY_VERSIONS",
     "VolatileFieldError",
     "canonical_request_bytes",
     "canonical_request_key",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.cassettes.cassette import RecordedRequest, RecordedResponse
-from harness.cassettes.key import canonical_request_key
+from harness.cassettes.key import KEY_VERSION, canonical_request_key
 from harness.http_clients import AnyRequest
 from harness.json_body import parse_json_body
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
@@ -61,9 +61,12 @@ class Recorder:
     scrubber: Scrubber = DEFAULT_SCRUBBER
     volatile: tuple[str, ...] = ()
     provider: str | None = None
+    key_version: int = KEY_VERSION
+    """The request key version (`KEY_VERSIONS`): the cassette's, which its format names."""
 
-    def key_for(self, request: AnyRequest) -> str:
-        """The canonical key of an httpx request (its body must have been read)."""
+    def key_for(self, request: AnyRequest, *, version: int | None = None) -> str:
+        """The canonical key of an httpx request (its body must have been read), of the key
+        `version`, else the recorder's."""
         return canonical_request_key(
             request.method,
             str(request.url),
@@ -71,6 +74,7 @@ class Recorder:
             request.content,
             volatile=self.volatile,
             provider=self.provider,
+            version=self.key_version if version is None else version,
         )
 
     def scrubber_for(self, request: AnyRequest) -> Scrubber:

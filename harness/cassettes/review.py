@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.cassettes.cassette import (
     Cassette,
@@ -21,6 +22,7 @@ from harness.cassettes.cassette import (
     signing_key_from_environment,
 )
 from harness.cassettes.diff import structural_diff
+from harness.cassettes.sharing import is_transient
 from harness.errors import CassetteFormatError
 
 
@@ -70,6 +72,75 @@ def verify(paths: Sequence[Path], signing_key: str | None = None) -> list[Verify
             continue
         problems.extend(VerifyProblem(path, problem) for problem in find_tampering(cassette, key))
     return problems
+
+
+@dataclass(frozen=True)
+class OrderDependence:
+    """Identical requests of one cassette that hold different answers: which answer a client
+    gets depends on the order requests arrive in, so parallel replay is not reproducible."""
+
+    path: Path
+    method: str
+    url: str
+    key: str
+    occurrences: int
+    answers: int
+    difference: str
+    """The first difference between the first two different answers (`$.path: a -> b`)."""
+
+    def __str__(self) -> str:
+        return (
+            f"warning: {self.path}: {self.method} {self.url} (key {self.key[:19]}..., "
+            f"{self.occurrences} occurrences) holds {self.answers} different answers, dealt out "
+            f"in the order identical requests arrive: {self.difference}. Re-record it with "
+            "identical requests shared (the default) so every identical request gets one answer"
+        )
+
+
+def order_dependent(paths: Sequence[Path]) -> list[OrderDependence]:
+    """Every request of the readable cassettes under `paths` recorded more than once with
+    different answers (answers an SDK retries, 408, 409, 429 and 5xx, are left out: a retry is
+    meant to get the next one)."""
+    found: list[OrderDependence] = []
+    for path in cassette_files(paths):
+        try:
+            cassette = parse_cassette(path, read_cassette(path))
+        except CassetteFormatError:
+            continue  # reported by verify
+        for key, indexes in cassette.by_key.items():
+            if len(indexes) < 2:
+                continue
+            answers: list[Interaction] = []
+            for index in indexes:
+                interaction = cassette.interactions[index]
+                if is_transient(interaction.response.status):
+                    continue
+                if all(_answer(interaction) != _answer(other) for other in answers):
+                    answers.append(interaction)
+            if len(answers) > 1:
+                first, second = answers[0], answers[1]
+                lines = list(structural_diff(_answer(first), _answer(second)))
+                found.append(
+                    OrderDependence(
+                        path,
+                        first.request.method,
+                        first.request.url,
+                        key,
+                        len(indexes),
+                        len(answers),
+                        lines[0] if lines else "the answers differ",
+                    )
+                )
+    return found
+
+
+def _answer(interaction: Interaction) -> Any:
+    response = interaction.response
+    if response.events is not None:
+        return [event.data for event in response.events]
+    if response.body is not None:
+        return response.body
+    return response.body_bytes().decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,10 @@ from typing import Final
 from filelock import FileLock, Timeout
 
 from harness.cassettes.cassette import (
+    FORMAT,
     Cassette,
     CassetteDocument,
+    IdenticalRequests,
     Interaction,
     cassette_exists,
     new_metadata,
@@ -108,13 +110,17 @@ def save_recording(
     provider: str | None,
     run_id: str,
     saved: int = 0,
+    identical_requests: IdenticalRequests | None = None,
 ) -> None:
     """Merge `recorded` into the cassette at `path` (or replace it, see the module docstring).
 
     `recorded` is everything one recorder recorded, of which an earlier save wrote the first
     `saved`: a merge appends only the rest, so saving twice never writes an interaction twice,
     and a replace writes them all. Unchanged content is not rewritten, so re-recording
-    identical traffic leaves the file byte-identical, `recorded_at` included.
+    identical traffic leaves the file byte-identical, `recorded_at` included. A merge keeps the
+    file's format (and so its request keys, which `recorded` must be keyed with); a replaced or
+    new file is written in the current format. `identical_requests` is written to the metadata
+    (a merge without it keeps the file's).
 
     Raises `CassetteFormatError` when the path is not a regular file or (merging) the file on
     disk is invalid, `CassetteTamperedError` when it does not verify, and `CassetteWriteError`
@@ -126,20 +132,38 @@ def save_recording(
         base: Sequence[Interaction]
         if replace and not same_run:
             existing, base, new = _replaced(path), [], recorded
+            format = FORMAT
         else:
             existing = _merged_into(path)
             base = existing.interactions if existing is not None else []
             new = recorded[saved:]
+            format = existing.format if existing is not None else FORMAT
         merged = renumber([*base, *new])
-        if existing is None or [i.digest for i in merged] != [
-            i.digest for i in existing.interactions
-        ]:
-            previous_provider = existing.metadata.provider if existing else None
+        previous = existing.metadata if existing is not None else None
+        identical = identical_requests or (previous.identical_requests if previous else None)
+        if (
+            existing is None
+            or [i.digest for i in merged] != [i.digest for i in existing.interactions]
+            or identical != existing.metadata.identical_requests
+        ):
             document = CassetteDocument(
-                metadata=new_metadata(provider or previous_provider), interactions=merged
+                format=format,
+                metadata=new_metadata(
+                    provider or (previous.provider if previous else None), identical
+                ),
+                interactions=merged,
             )
             write_atomically(path, Cassette.from_document(path, document).dumps())
         if replace:
             marker.write_text(run_id, encoding="utf-8")
         else:
             marker.unlink(missing_ok=True)
+
+
+def recorded_in_run(path: Path, run_id: str) -> bool:
+    """Whether a re-recording (mode `all`) of this run has written the cassette at `path`."""
+    marker = Path(str(_lock_base(path)) + ".run")
+    try:
+        return marker.read_text(encoding="utf-8") == run_id
+    except OSError:
+        return False

@@ -9,6 +9,12 @@ with the cassette and requests may arrive in any order as long as each key's own
 Record modes (`RecordMode`): `none` (default: replay only, a miss raises `CassetteMissError`, nothing
 reaches the network), `once` (record only when the file does not exist), `new_episodes` (replay
 hits, record and append misses), `all` (re-record: the file is rewritten from this run's traffic).
+
+Identical requests (`identical_requests`): `shared` (the default for a new recording) records one
+answer per distinct request and plays it again for every identical request, in recording
+(`harness.cassettes.sharing`) and in replay, so parallel clients never depend on the order
+their requests arrive in; `separate` records each occurrence and replays them in order. A
+cassette says which it is in its metadata; a file that does not say is `separate`.
 """
 
 from __future__ import annotations
@@ -25,12 +31,26 @@ from typing import TYPE_CHECKING, Any, Self, overload
 
 import httpx2
 
-from harness.cassettes.cassette import Cassette, ExactRequest, Interaction, cassette_exists
+from harness.cassettes.cassette import (
+    Cassette,
+    ExactRequest,
+    IdenticalRequests,
+    Interaction,
+    cassette_exists,
+    rekey,
+)
 from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import keyed_headers, split_pointer
 from harness.cassettes.modes import RecordMode
 from harness.cassettes.record import Recorder
-from harness.cassettes.store import current_run_id, save_recording
+from harness.cassettes.sharing import (
+    IdenticalRequestsError,
+    Lead,
+    SharedAnswers,
+    close_shared,
+    open_shared,
+)
+from harness.cassettes.store import current_run_id, recorded_in_run, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
     AnyRequest,
@@ -78,6 +98,12 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     re-recording whose code no longer calls the model must say so); with `keep_when_idle` it
     leaves the cassette as it is, as `harness serve` does for its clients, who may not empty a
     cassette they did not fill.
+
+    `identical_requests` (`shared` or `separate`, see the module docstring) defaults to what the
+    cassette file says, and to `shared` for a new recording; a value given here is written to
+    the file's metadata when it is saved. A `harness-cassette/1` file, whose keys spell numbers
+    as the client sent them, is also searched by the number-canonical key (`1.0` and `1` alike),
+    so a request from another language finds it.
     """
 
     def __init__(
@@ -94,7 +120,14 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         provider: str | None = None,
         run_id: str | None = None,
         keep_when_idle: bool = False,
+        identical_requests: IdenticalRequests | None = None,
     ) -> None:
+        if identical_requests not in (None, "shared", "separate"):
+            raise IdenticalRequestsError(
+                "expected identical_requests 'shared' (one answer per distinct request, played "
+                "for every identical one) or 'separate' (one answer per occurrence, in order) "
+                f"but got {identical_requests!r}"
+            )
         self.path = Path(path)
         self.keep_when_idle = keep_when_idle
         self.run_id = run_id or current_run_id()
@@ -113,7 +146,6 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.strict = strict
         for pointer in volatile:
             split_pointer(pointer)  # a bad pointer fails here, not at the first request
-        self.recorder = Recorder(scrubber=scrubber, volatile=tuple(volatile), provider=provider)
         self.provider = provider
         exists = cassette_exists(self.path)
         if self.mode is RecordMode.NONE and not exists:
@@ -121,15 +153,40 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 f"cassette {self.path} does not exist and record mode is 'none'; record it with "
                 "record mode 'once', 'new_episodes' or 'all'"
             )
-        replaying = exists and self.mode is not RecordMode.ALL
+        # a re-recording shares what this run recorded into the file already (other transports,
+        # other tests of the run), as it shares what transports open now record
+        continuing = (
+            self.mode is RecordMode.ALL
+            and identical_requests != "separate"
+            and exists
+            and recorded_in_run(self.path, self.run_id)
+        )
+        replaying = exists and (self.mode is not RecordMode.ALL or continuing)
         self.cassette = (
             Cassette.load(self.path, allow_tampered=allow_tampered, index_requests=True)
             if replaying
             else Cassette.new(self.path, provider)
         )
+        self.identical_requests: IdenticalRequests = (
+            identical_requests
+            or (self.cassette.metadata.identical_requests if replaying else None)
+            or ("separate" if replaying else "shared")
+        )
+        self.recorder = Recorder(
+            scrubber=scrubber,
+            volatile=tuple(volatile),
+            provider=provider,
+            key_version=self.cassette.key_version,
+        )
         self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
             self.mode is RecordMode.ONCE and not exists
         )
+        self._shared: SharedAnswers | None = (
+            open_shared(self.path)
+            if self.recording and self.identical_requests == "shared"
+            else None
+        )
+        self._by_value: dict[str, list[str]] | None = None
         self._queues: dict[str, deque[int]] = {
             key: deque(indexes) for key, indexes in self.cassette.by_key.items()
         }
@@ -163,10 +220,29 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 index = queue.popleft()
                 self._last_played[key] = index
                 return index
-            if self.allow_repeats:
+            if self.allow_repeats or self.identical_requests == "shared":
                 recorded = self.cassette.by_key.get(key)
-                return self._last_played.get(key, recorded[0] if recorded else None)
+                return self._last_played.get(key, recorded[-1] if recorded else None)
             return None
+
+    def _take_by_value(self, request: AnyRequest) -> int | None:
+        """For a `harness-cassette/1` file: the interaction whose request has the same
+        number-canonical key as `request` (recorded `1.0`, sent `1`)."""
+        if self._by_value is None:
+            by_value: dict[str, list[str]] = {}
+            for interaction in self.cassette.interactions:
+                canonical = rekey(interaction.request, self.recorder.volatile, version=2)
+                keys = by_value.setdefault(canonical, [])
+                if interaction.key not in keys:
+                    keys.append(interaction.key)
+            self._by_value = by_value
+        stored_keys = self._by_value.get(self.recorder.key_for(request, version=2), [])
+        for stored in stored_keys:
+            with self._lock:
+                has_unplayed = bool(self._queues.get(stored))
+            if has_unplayed:
+                return self._take(stored)
+        return self._take(stored_keys[-1]) if stored_keys else None
 
     def _replay(self, index: int, library: HttpLibrary) -> AnyResponse:
         parts = self._parts.get(index)
@@ -195,11 +271,20 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         """The replayed response and the key; None when the request must be recorded."""
         key = self.key_for(request)
         index = self._take(key)
+        if index is None and self.cassette.key_version == 1:
+            index = self._take_by_value(request)
         if index is not None:
             return self._replay(index, library), key
         if not self.recording:
             raise self._miss(request, key)
         return None, key
+
+    def _shared_answer(self, answer: Interaction, library: HttpLibrary) -> AnyResponse:
+        """The answer an identical request recorded in this process, replayed."""
+        status, headers, chunks = answer.response.replay_parts()
+        return library.response(
+            status, headers=headers, stream=library.stream_class(ChunkStream)(chunks)
+        )
 
     def _network(self, library: HttpLibrary, *, asynchronous: bool) -> Any:
         """The transport a miss is recorded through: `inner`, which must be of the client's
@@ -230,8 +315,19 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         replayed, key = self._answer(request, library)
         if replayed is not None:
             return replayed
-        response = self._network(library, asynchronous=False).handle_request(request)
-        return self._recording_response(request, key, response, library)
+        lead = None
+        if self._shared is not None:
+            shared = self._shared.answer_for(key)
+            if isinstance(shared, Interaction):
+                return self._shared_answer(shared, library)
+            lead = shared
+        try:
+            response = self._network(library, asynchronous=False).handle_request(request)
+        except BaseException:
+            if lead is not None:
+                lead.land(None)
+            raise
+        return self._recording_response(request, key, response, library, lead)
 
     @overload
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response: ...
@@ -243,16 +339,39 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         replayed, key = self._answer(request, library)
         if replayed is not None:
             return replayed
-        response = await self._network(library, asynchronous=True).handle_async_request(request)
-        return self._recording_response(request, key, response, library)
+        lead = None
+        if self._shared is not None:
+            shared = await self._shared.answer_for_async(key)
+            if isinstance(shared, Interaction):
+                return self._shared_answer(shared, library)
+            lead = shared
+        try:
+            network = self._network(library, asynchronous=True)
+            response = await network.handle_async_request(request)
+        except BaseException:
+            if lead is not None:
+                lead.land(None)
+            raise
+        return self._recording_response(request, key, response, library, lead)
 
     # -- record ---------------------------------------------------------------------------------
 
     def _recording_response(
-        self, request: AnyRequest, key: str, response: AnyResponse, library: HttpLibrary
+        self,
+        request: AnyRequest,
+        key: str,
+        response: AnyResponse,
+        library: HttpLibrary,
+        lead: Lead | None = None,
     ) -> AnyResponse:
-        def commit(raw: bytes) -> None:
-            self._record(request, key, response, raw, library)
+        def commit(raw: bytes | None) -> None:
+            recorded = None
+            try:
+                if raw is not None:
+                    recorded = self._record(request, key, response, raw, library)
+            finally:
+                if lead is not None:
+                    lead.land(recorded)
 
         stream = library.stream_class(RecordingStream)(response, commit)
         with self._lock:
@@ -282,7 +401,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         response: AnyResponse,
         raw: bytes,
         library: HttpLibrary,
-    ) -> None:
+    ) -> Interaction:
         # the body as the client reads it: content-encoding removed by the library itself
         decoded = library.response(response.status_code, headers=response.headers.raw, content=raw)
         recorded_request = self.recorder.record_request(request)
@@ -293,11 +412,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             count = len(self.cassette.by_key.get(key, ())) if self.mode is not RecordMode.ALL else 0
             occurrence = count + self._recorded_counts.get(key, 0) + 1
             self._recorded_counts[key] = self._recorded_counts.get(key, 0) + 1
-            self._recorded.append(
-                Interaction.build(key, occurrence, recorded_request, recorded_response)
-            )
+            interaction = Interaction.build(key, occurrence, recorded_request, recorded_response)
+            self._recorded.append(interaction)
         if self.provider is None:
             self.provider = detect_provider(request.url.path)
+        return interaction
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -335,6 +454,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                     replace=self.mode is RecordMode.ALL,
                     provider=self.provider,
                     run_id=self.run_id,
+                    identical_requests=self.identical_requests,
                 )
             self._saved = len(recorded)
 
@@ -348,6 +468,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             except Exception as error:  # the provider broke it off: not recorded, others are
                 _log.warning("an abandoned answer was not recorded: %s", type(error).__name__)
         if self.recording:
+            self._release_shared()
             self.save()
         for network in self._inner_transports():
             if any(library.owns_transport(network, asynchronous=False) for library in libraries()):
@@ -364,11 +485,17 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             except Exception as error:  # the provider broke it off: not recorded, others are
                 _log.warning("an abandoned answer was not recorded: %s", type(error).__name__)
         if self.recording:
+            self._release_shared()
             self.save()
         for network in self._inner_transports():
             if any(library.owns_transport(network, asynchronous=True) for library in libraries()):
                 await network.aclose()  # type: ignore[union-attr]  # an async one, checked above
         self._check_unplayed()
+
+    def _release_shared(self) -> None:
+        if self._shared is not None:
+            self._shared = None
+            close_shared(self.path)
 
     def _inner_transports(self) -> list[AnyTransport]:
         return [*([self.inner] if self.inner is not None else []), *self._networks.values()]
@@ -406,6 +533,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         else:
             self._closed = True
             if self.recording:
+                self._release_shared()
                 self.save()
 
 
@@ -414,11 +542,12 @@ class RecordingStream(ByteStream):
 
     If the client stops reading early, closing the stream reads the rest, so what is recorded is
     always the whole response. A body the provider breaks off (the connection drops mid-stream)
-    is never recorded: a partial answer replayed as a whole one would be a lie. Closing twice
-    closes the inner stream once.
+    is never recorded: a partial answer replayed as a whole one would be a lie. `commit` is
+    called once, with the whole body or, for a broken one, None. Closing twice closes the inner
+    stream once.
     """
 
-    def __init__(self, response: AnyResponse, commit: Callable[[bytes], None]) -> None:
+    def __init__(self, response: AnyResponse, commit: Callable[[bytes | None], None]) -> None:
         self._stream = response.stream
         self._commit = commit
         self._buffer: list[bytes] = []
@@ -442,7 +571,7 @@ class RecordingStream(ByteStream):
                 self._buffer.append(chunk)
                 yield chunk
         except Exception:
-            self._broken = True
+            self._break()
             raise
         self._finish()
 
@@ -455,9 +584,15 @@ class RecordingStream(ByteStream):
                 self._buffer.append(chunk)
                 yield chunk
         except Exception:
-            self._broken = True
+            self._break()
             raise
         self._finish()
+
+    def _break(self) -> None:
+        if not self._broken and not self._committed:
+            self._broken = True
+            self._buffer = []
+            self._commit(None)
 
     def _finish(self) -> None:
         if not self._committed and not self._broken:
@@ -474,7 +609,7 @@ class RecordingStream(ByteStream):
             try:
                 self._buffer.extend(self._sync if self._sync is not None else self._stream)
             except Exception:
-                self._broken = True
+                self._break()
                 raise
             self._finish()
         if is_sync_stream(self._stream):
@@ -489,7 +624,7 @@ class RecordingStream(ByteStream):
             try:
                 self._buffer.extend([chunk async for chunk in remaining])
             except Exception:
-                self._broken = True
+                self._break()
                 raise
             self._finish()
         if is_async_stream(self._stream):

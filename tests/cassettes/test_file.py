@@ -25,7 +25,11 @@ from tests.support.cassette_traffic import CHAT, OPENAI, ScriptedProvider, chat
 def record(path: Path, bodies: list[dict[str, Any]], mode: str = "all") -> None:
     provider = ScriptedProvider()
     transport = CassetteTransport(
-        path, mode=mode, inner=provider.transport(), run_id=uuid.uuid4().hex
+        path,
+        mode=mode,
+        inner=provider.transport(),
+        run_id=uuid.uuid4().hex,
+        identical_requests="separate",  # a repeated request recorded once per occurrence
     )
     with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         for body in bodies:
@@ -43,14 +47,20 @@ def test_the_file_is_one_indented_json_document_in_a_stable_order(cassette_path:
     text = cassette_path.read_text()
     data = json.loads(text)
     assert list(data) == ["format", "metadata", "interactions"]
-    assert data["format"] == FORMAT == "harness-cassette/1"
-    assert set(data["metadata"]) == {"harness_version", "provider", "recorded_at"}
+    assert data["format"] == FORMAT == "harness-cassette/2"
+    assert set(data["metadata"]) == {
+        "harness_version",
+        "provider",
+        "recorded_at",
+        "identical_requests",
+    }
+    assert data["metadata"]["identical_requests"] == "separate"
     assert data["metadata"]["provider"] == "openai"
     interaction = data["interactions"][0]
     assert list(interaction) == ["key", "occurrence", "request", "response", "digest"]
     assert interaction["request"]["body"] == chat("a")
     assert list(interaction["request"]["headers"]) == sorted(interaction["request"]["headers"])
-    assert text.startswith('{\n  "format": "harness-cassette/1",\n')
+    assert text.startswith('{\n  "format": "harness-cassette/2",\n')
     assert text.endswith("}\n")
 
 
@@ -81,13 +91,15 @@ def test_an_empty_file_is_an_error_not_an_empty_cassette(cassette_path: Path) ->
         CassetteTransport(cassette_path)
 
 
-@pytest.mark.parametrize("found", ["harness-cassette/2", None])
+@pytest.mark.parametrize("found", ["harness-cassette/3", None])
 def test_an_unknown_format_version_names_the_supported_ones(
     cassette_path: Path, found: str | None
 ) -> None:
     record(cassette_path, [chat("a")])
     edit(cassette_path, lambda data: data.update(format=found))
-    with pytest.raises(CassetteFormatError, match="supported: harness-cassette/1"):
+    with pytest.raises(
+        CassetteFormatError, match="supported: harness-cassette/1, harness-cassette/2"
+    ):
         Cassette.load(cassette_path)
 
 

@@ -31,7 +31,11 @@ def bodies(path: Path) -> list[object]:
 
 def transport(path: Path, mode: str, run_id: str | None = None) -> CassetteTransport:
     return CassetteTransport(
-        path, mode=mode, inner=ScriptedProvider().transport(), run_id=run_id or uuid.uuid4().hex
+        path,
+        mode=mode,
+        inner=ScriptedProvider().transport(),
+        run_id=run_id or uuid.uuid4().hex,
+        identical_requests="separate",  # saves count each occurrence of a repeated request
     )
 
 

@@ -22,14 +22,25 @@ from harness.cassettes import (
     RecordMode,
     RecordModeError,
 )
+from harness.cassettes.cassette import IdenticalRequests
 from tests.support.cassette_traffic import CHAT, OPENAI, NoNetwork, ScriptedProvider, chat
 
 
 def record(
-    path: Path, provider: ScriptedProvider, bodies: list[dict[str, Any]], mode: str = "once"
+    path: Path,
+    provider: ScriptedProvider,
+    bodies: list[dict[str, Any]],
+    mode: str = "once",
+    identical_requests: IdenticalRequests = "separate",
 ) -> list[Any]:
+    """Record `bodies`; each occurrence of a repeated request separately unless told (the
+    per-occurrence machinery is what most tests here check; shared ones say so)."""
     transport = CassetteTransport(
-        path, mode=mode, inner=provider.transport(), run_id=uuid.uuid4().hex
+        path,
+        mode=mode,
+        inner=provider.transport(),
+        run_id=uuid.uuid4().hex,
+        identical_requests=identical_requests,
     )
     with httpx2.Client(transport=transport, base_url=OPENAI) as client:
         return [client.post(CHAT, json=body).json() for body in bodies]

@@ -167,7 +167,7 @@ def test_every_corpus_interaction_replays_from_its_imported_cassette(
     assert (report.file_count, report.interaction_count) == (1, len(recorded))
     written = output.read_text(encoding="utf-8")
     document = json.loads(written)
-    assert document["format"] == "harness-cassette/1"
+    assert document["format"] == "harness-cassette/2"
     assert len(document["interactions"]) == len(recorded)
     for value in scrubbed_header_values(recorded):
         assert value not in written

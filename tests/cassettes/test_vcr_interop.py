@@ -122,7 +122,7 @@ def test_vcrpy_records_into_our_format_and_replays_with_the_server_stopped(
     server.stop()
 
     document = json.loads(path.read_text(encoding="utf-8"))
-    assert document["format"] == "harness-cassette/1"
+    assert document["format"] == "harness-cassette/2"
     assert [i["occurrence"] for i in document["interactions"]] == [1]
     assert "CANARY" not in path.read_text(encoding="utf-8")
     with vcr.use_cassette(str(path), record_mode="none"):
