@@ -5,6 +5,7 @@ Runs only when a miss happens; replay never pays for it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -92,32 +93,39 @@ def explain_miss(
     ]
     requested = _view(query, body, scrubber)
     sent_headers = keyed_headers(headers)
-    candidates = [
-        (
-            index,
-            interaction,
-            _request_diff(_view(i.query, i.body_bytes(), scrubber), requested)
-            + _header_diff(keyed_headers(i.headers), sent_headers, scrubber),
-        )
-        for index, interaction in enumerate(cassette.interactions)
-        if (i := interaction.request).method == method.upper() and i.path == path
-    ]
-    candidates.sort(key=lambda item: (len(item[2]), item[0]))
+    groups: dict[str, list[int]] = {}
+    for index, interaction in enumerate(cassette.interactions):
+        if interaction.request.method == method.upper() and interaction.request.path == path:
+            groups.setdefault(interaction.key, []).append(index)
+    candidates = []
+    for indexes in groups.values():
+        recorded = cassette.interactions[indexes[0]].request
+        differences = _request_diff(
+            _view(recorded.query, recorded.body_bytes(), scrubber), requested
+        ) + _header_diff(keyed_headers(recorded.headers), sent_headers, scrubber)
+        candidates.append((indexes, differences))
+    candidates.sort(key=lambda item: (_distance(item[1]), item[0][0]))
     if not candidates:
-        recorded = sorted({f"{i.request.method} {i.request.path}" for i in cassette.interactions})
+        recorded_requests = sorted(
+            {f"{i.request.method} {i.request.path}" for i in cassette.interactions}
+        )
         lines.append(
             "No recorded request has the same method and path; recorded: "
-            + (", ".join(recorded) if recorded else "(the cassette is empty)")
+            + (", ".join(recorded_requests) if recorded_requests else "(the cassette is empty)")
         )
     else:
-        lines.append("Nearest recorded requests (same method and path), most similar first:")
-        for index, interaction, differences in candidates[:MAX_CANDIDATES]:
+        lines.append(
+            "Nearest recorded requests (same method and path, each distinct request once), most "
+            "similar first:"
+        )
+        for indexes, differences in candidates[:MAX_CANDIDATES]:
+            first = cassette.interactions[indexes[0]]
+            times = f"recorded {len(indexes)} times" if len(indexes) > 1 else "recorded once"
             lines.append(
-                f"  #{index} key {interaction.key} occurrence {interaction.occurrence}: "
-                f"{len(differences)} difference(s)"
+                f"  #{indexes[0]} key {first.key} ({times}): {len(differences)} difference(s)"
             )
-        best_index, _, best = candidates[0]
-        lines.append(f"Differences from #{best_index}, recorded -> requested:")
+        best_indexes, best = candidates[0]
+        lines.append(f"Differences from #{best_indexes[0]}, recorded -> requested:")
         lines.extend(f"  {line}" for line in best[:MAX_DIFF_LINES])
         if len(best) > MAX_DIFF_LINES:
             lines.append(f"  ... and {len(best) - MAX_DIFF_LINES} more")
@@ -125,11 +133,71 @@ def explain_miss(
             lines.append(
                 "  (none in the query, body or keyed headers: the volatile-field setting differs)"
             )
+        for _, differences in candidates[:MAX_CANDIDATES]:
+            earlier = _earlier_turn(cassette, requested[1], differences, groups, scrubber)
+            if earlier:
+                lines.extend(earlier)
+                break
     lines.append(
         "If the request changed on purpose, re-record: record mode 'new_episodes' appends the "
         "new interaction, 'all' rewrites the cassette from this run."
     )
     return CassetteMissError("\n".join(lines))
+
+
+CONVERSATIONS: Final = ("messages", "input")
+"""The body members holding a conversation's turns: Chat Completions and Messages `messages`,
+Responses `input`."""
+
+
+def _earlier_turn(
+    cassette: Cassette,
+    requested: Any,
+    differences: list[str],
+    groups: dict[str, list[int]],
+    scrubber: Scrubber,
+) -> list[str]:
+    """When the nearest request differs in an earlier *answer* the conversation carries (an
+    assistant turn), say so: this client was answered differently at that turn than when the
+    cassette was recorded, and name the earlier request if it holds several answers."""
+    if not isinstance(requested, dict):
+        return []
+    for line in differences:
+        for member in CONVERSATIONS:
+            turns = requested.get(member)
+            prefix = f"$.{member}["
+            if not isinstance(turns, list) or not line.startswith(prefix):
+                continue
+            digits = line[len(prefix) :].split("]", 1)[0]
+            if not digits.isdigit() or int(digits) >= len(turns):
+                continue
+            turn = int(digits)
+            item = turns[turn]
+            if not isinstance(item, dict) or not (
+                item.get("role") == "assistant" or item.get("type") == "function_call"
+            ):
+                continue
+            found = [
+                "This request continues a conversation whose earlier turn was answered "
+                "differently than when the cassette was recorded:",
+                f"  {line}",
+            ]
+            earlier = {**requested, member: turns[:turn]}
+            for indexes in groups.values():
+                recorded = cassette.interactions[indexes[0]].request
+                if _view(recorded.query, recorded.body_bytes(), scrubber)[1] != earlier:
+                    continue
+                answers = {cassette.interactions[i].response.body_bytes() for i in indexes}
+                if len(answers) > 1:
+                    found.append(
+                        f"The earlier turn's request (#{indexes[0]}, key "
+                        f"{cassette.interactions[indexes[0]].key}) was recorded {len(indexes)} "
+                        f"times with {len(answers)} different answers, dealt out in the order "
+                        "identical requests arrive: re-record with identical requests shared "
+                        "(the default) so every client gets one answer to it."
+                    )
+            return found
+    return []
 
 
 def _view(query: str, body: bytes, scrubber: Scrubber) -> tuple[list[tuple[str, str]], Any]:
@@ -166,6 +234,20 @@ def _header_diff(
         for name in sorted(recorded.keys() | requested.keys())
         if recorded.get(name) != requested.get(name)
     ]
+
+
+_TURN_COUNTS: Final = re.compile(r"^\$\.(?:messages|input): (\d+) items? -> (\d+) items?$")
+
+
+def _distance(differences: list[str]) -> int:
+    """How far apart two requests are: one per difference, and a conversation that is longer or
+    shorter counts each turn it gained or lost (a first turn is far from a third)."""
+    distance = len(differences)
+    for line in differences:
+        lengths = _TURN_COUNTS.match(line)
+        if lengths:
+            distance += abs(int(lengths[1]) - int(lengths[2])) - 1
+    return distance
 
 
 def _items(count: int) -> str:

@@ -22,6 +22,7 @@ from harness.cassettes import Cassette, CassetteTransport
 from harness.cassettes.cassette import IdenticalRequests
 from harness.cassettes.sharing import IdenticalRequestsError
 from harness.cli import main
+from harness.errors import CassetteMissError
 from tests.support.cassette_traffic import CHAT, OPENAI, NoNetwork
 
 WORKERS = 4
@@ -305,3 +306,39 @@ def test_verify_warns_when_identical_requests_hold_different_answers(tmp_path: P
     result = CliRunner().invoke(main, ["cassettes", "verify", str(same)])
     assert result.exit_code == 0, result.output
     assert "warning" not in result.output
+
+
+def test_a_miss_groups_repeats_and_names_the_earlier_turn_answered_differently(
+    tmp_path: Path,
+) -> None:
+    """Recorded per occurrence, one after the other: worker 0 got 12:00:01, worker 1 (the
+    provider's fourth call) 12:00:04.
+    Replayed worker 1 first, it is dealt 12:00:01 and its second turn misses."""
+    path = tmp_path / "ordered.json"
+    provider = ClockProvider(delay=0)
+    with httpx2.Client(
+        transport=CassetteTransport(
+            path,
+            mode="once",
+            inner=httpx2.MockTransport(provider.handler),
+            identical_requests="separate",
+        ),
+        base_url=OPENAI,
+    ) as client:
+        for worker in range(2):
+            conversation(lambda body: client.post(CHAT, json=body), worker)
+
+    with (
+        httpx2.Client(
+            transport=CassetteTransport(path, inner=NoNetwork()), base_url=OPENAI
+        ) as client,
+        pytest.raises(CassetteMissError) as miss,
+    ):
+        conversation(lambda body: client.post(CHAT, json=body), 1)
+    message = str(miss.value)
+    assert message.count("(recorded 2 times)") == 1, message
+    assert "This request continues a conversation whose earlier turn was answered" in message
+    assert '$.messages[1].content: "It is 12:00:04" -> "It is 12:00:01"' in message
+    nearest = message.split("most similar first:\n")[1].splitlines()
+    assert "(recorded 2 times)" in nearest[2], "the first turn is the farthest of the three"
+    assert "was recorded 2 times with 2 different answers" in message
