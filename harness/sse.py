@@ -8,7 +8,8 @@ when they stand alone in a block.
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -59,6 +60,31 @@ def parse_sse(text: str) -> list[SseEvent]:
         events.append(_parse_block(block))
     # A block of only unknown fields carries nothing a client could observe.
     return [event for event in events if _observable(event)]
+
+
+_LINE_ENDS: Final = re.compile(rb"\r\n|\n|\r")
+
+
+def event_ends(raw: bytes) -> list[int]:
+    """Where each event `parse_sse` finds in `raw` ends, as a byte offset (the blank line after
+    it included): the moment its last byte arrived is the moment a client could read it."""
+    ends: list[int] = []
+    block: list[str] = []
+    start = 0
+    for line_end in _LINE_ENDS.finditer(raw):
+        line = raw[start : line_end.start()]
+        start = line_end.end()
+        if line:
+            block.append(line.decode("utf-8", "replace"))
+        elif block:
+            if _observable(_parse_block(block)):
+                ends.append(start)
+            block = []
+    if raw[start:]:
+        block.append(raw[start:].decode("utf-8", "replace"))
+    if block and _observable(_parse_block(block)):
+        ends.append(len(raw))
+    return ends
 
 
 def _parse_block(lines: list[str]) -> SseEvent:

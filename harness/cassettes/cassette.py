@@ -200,17 +200,28 @@ class RecordedResponse(_CassetteModel):
 
 
 class Interaction(_CassetteModel):
-    """One recorded request and its response; `occurrence` counts from 1 per key."""
+    """One recorded request and its response; `occurrence` counts from 1 per key.
+
+    `offsets_ms` is, for an event stream, when each event arrived, in milliseconds from the
+    start of the answer: what a paced replay keeps to. It is timing, not content: outside the
+    digest, so re-recording unchanged traffic leaves the file as it was.
+    """
 
     key: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     occurrence: int = Field(ge=1)
     request: RecordedRequest
     response: RecordedResponse
     digest: str
+    offsets_ms: list[Annotated[int, Field(ge=0)]] | None = None
 
     @classmethod
     def build(
-        cls, key: str, occurrence: int, request: RecordedRequest, response: RecordedResponse
+        cls,
+        key: str,
+        occurrence: int,
+        request: RecordedRequest,
+        response: RecordedResponse,
+        offsets_ms: list[int] | None = None,
     ) -> Interaction:
         """An interaction with its digest computed."""
         return cls(
@@ -219,10 +230,11 @@ class Interaction(_CassetteModel):
             request=request,
             response=response,
             digest=interaction_digest(key, occurrence, request, response),
+            offsets_ms=offsets_ms,
         )
 
     def with_occurrence(self, occurrence: int) -> Interaction:
-        return Interaction.build(self.key, occurrence, self.request, self.response)
+        return Interaction.build(self.key, occurrence, self.request, self.response, self.offsets_ms)
 
 
 _INTERACTIONS: Final = TypeAdapter(list[Interaction], config=ConfigDict(defer_build=True))

@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -36,12 +37,14 @@ from harness.cassettes.cassette import (
     ExactRequest,
     IdenticalRequests,
     Interaction,
+    RecordedResponse,
     cassette_exists,
     rekey,
 )
 from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import keyed_headers, split_pointer
 from harness.cassettes.modes import RecordMode
+from harness.cassettes.pacing import PacedStream, paced_offsets, parse_pace
 from harness.cassettes.record import Recorder
 from harness.cassettes.sharing import (
     IdenticalRequestsError,
@@ -69,6 +72,7 @@ from harness.http_clients import (
 from harness.lazy import on_first_use
 from harness.providers import detect_provider
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
+from harness.sse import event_ends
 
 if TYPE_CHECKING:
     import httpx
@@ -99,6 +103,9 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     leaves the cassette as it is, as `harness serve` does for its clients, who may not empty a
     cassette they did not fill.
 
+    `pace` replays event streams with their recorded timing (`recorded`), N times faster (a
+    number), or as fast as the client reads (`off`, the default; `harness.cassettes.pacing`).
+
     `identical_requests` (`shared` or `separate`, see the module docstring) defaults to what the
     cassette file says, and to `shared` for a new recording; a value given here is written to
     the file's metadata when it is saved. A `harness-cassette/1` file, whose keys spell numbers
@@ -121,6 +128,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         run_id: str | None = None,
         keep_when_idle: bool = False,
         identical_requests: IdenticalRequests | None = None,
+        pace: str | float | None = None,
     ) -> None:
         if identical_requests not in (None, "shared", "separate"):
             raise IdenticalRequestsError(
@@ -129,6 +137,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 f"but got {identical_requests!r}"
             )
         self.path = Path(path)
+        self.pace = parse_pace(pace)
         self.keep_when_idle = keep_when_idle
         self.run_id = run_id or current_run_id()
         self.mode = RecordMode.parse(mode)
@@ -250,9 +259,19 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             parts = self.cassette.replay_parts(index)
             self._parts[index] = parts
         status, headers, chunks = parts
+        offsets = self.cassette.interactions[index].offsets_ms if self.pace else None
         return library.response(
-            status, headers=headers, stream=library.stream_class(ChunkStream)(chunks)
+            status, headers=headers, stream=self._stream(chunks, offsets, library)
         )
+
+    def _stream(
+        self, chunks: list[bytes], offsets_ms: list[int] | None, library: HttpLibrary
+    ) -> Any:
+        """A replayed body, paced (`pace`) when its events' timing was recorded."""
+        due = paced_offsets(len(chunks), offsets_ms, self.pace)
+        if due is None:
+            return library.stream_class(ChunkStream)(chunks)
+        return library.stream_class(PacedStream)(chunks, due)
 
     def _miss(self, request: AnyRequest, key: str) -> Exception:
         return explain_miss(
@@ -283,7 +302,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         """The answer an identical request recorded in this process, replayed."""
         status, headers, chunks = answer.response.replay_parts()
         return library.response(
-            status, headers=headers, stream=library.stream_class(ChunkStream)(chunks)
+            status, headers=headers, stream=self._stream(chunks, answer.offsets_ms, library)
         )
 
     def _network(self, library: HttpLibrary, *, asynchronous: bool) -> Any:
@@ -368,7 +387,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             recorded = None
             try:
                 if raw is not None:
-                    recorded = self._record(request, key, response, raw, library)
+                    recorded = self._record(request, key, response, raw, library, stream.marks)
             finally:
                 if lead is not None:
                     lead.land(recorded)
@@ -401,6 +420,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         response: AnyResponse,
         raw: bytes,
         library: HttpLibrary,
+        marks: Sequence[tuple[int, int]] = (),
     ) -> Interaction:
         # the body as the client reads it: content-encoding removed by the library itself
         decoded = library.response(response.status_code, headers=response.headers.raw, content=raw)
@@ -412,7 +432,13 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             count = len(self.cassette.by_key.get(key, ())) if self.mode is not RecordMode.ALL else 0
             occurrence = count + self._recorded_counts.get(key, 0) + 1
             self._recorded_counts[key] = self._recorded_counts.get(key, 0) + 1
-            interaction = Interaction.build(key, occurrence, recorded_request, recorded_response)
+            interaction = Interaction.build(
+                key,
+                occurrence,
+                recorded_request,
+                recorded_response,
+                _event_offsets(recorded_response, decoded.content, marks),
+            )
             self._recorded.append(interaction)
         if self.provider is None:
             self.provider = detect_provider(request.url.path)
@@ -551,6 +577,11 @@ class RecordingStream(ByteStream):
         self._stream = response.stream
         self._commit = commit
         self._buffer: list[bytes] = []
+        self._started = time.monotonic()
+        self.marks: list[tuple[int, int]] = []
+        """Each chunk as it arrived: the body's length with it, and milliseconds since the
+        answer's headers."""
+        self._size = 0
         self._sync: Iterator[bytes] | None = None
         self._async: AsyncIterator[bytes] | None = None
         self._committed = False
@@ -568,7 +599,7 @@ class RecordingStream(ByteStream):
         self._sync = iter(self._stream)
         try:
             for chunk in self._sync:
-                self._buffer.append(chunk)
+                self._keep(chunk)
                 yield chunk
         except Exception:
             self._break()
@@ -581,12 +612,17 @@ class RecordingStream(ByteStream):
         self._async = aiter(self._stream)
         try:
             async for chunk in self._async:
-                self._buffer.append(chunk)
+                self._keep(chunk)
                 yield chunk
         except Exception:
             self._break()
             raise
         self._finish()
+
+    def _keep(self, chunk: bytes) -> None:
+        self._buffer.append(chunk)
+        self._size += len(chunk)
+        self.marks.append((self._size, int((time.monotonic() - self._started) * 1000)))
 
     def _break(self) -> None:
         if not self._broken and not self._committed:
@@ -607,7 +643,8 @@ class RecordingStream(ByteStream):
         if not self._committed and not self._broken and is_sync_stream(self._stream):
             # The client stopped early: read the rest from where it stopped.
             try:
-                self._buffer.extend(self._sync if self._sync is not None else self._stream)
+                for chunk in self._sync if self._sync is not None else self._stream:
+                    self._keep(chunk)
             except Exception:
                 self._break()
                 raise
@@ -622,13 +659,34 @@ class RecordingStream(ByteStream):
         if not self._committed and not self._broken and is_async_stream(self._stream):
             remaining = self._async if self._async is not None else aiter(self._stream)
             try:
-                self._buffer.extend([chunk async for chunk in remaining])
+                async for chunk in remaining:
+                    self._keep(chunk)
             except Exception:
                 self._break()
                 raise
             self._finish()
         if is_async_stream(self._stream):
             await self._stream.aclose()
+
+
+def _event_offsets(
+    response: RecordedResponse, body: bytes, marks: Sequence[tuple[int, int]]
+) -> list[int] | None:
+    """When each recorded event arrived (ms from the answer's start): the arrival of the chunk
+    holding its last byte. None for a body that is not an event stream, or whose bytes the
+    client was given otherwise than they arrived (decoded from a compressed stream)."""
+    if response.events is None or not marks or marks[-1][0] != len(body):
+        return None
+    ends = event_ends(body)
+    if len(ends) != len(response.events):
+        return None
+    offsets: list[int] = []
+    chunk = 0
+    for end in ends:
+        while marks[chunk][0] < end:
+            chunk += 1
+        offsets.append(marks[chunk][1])
+    return offsets
 
 
 def _fast_signature(request: AnyRequest) -> ExactRequest:
