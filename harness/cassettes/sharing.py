@@ -8,14 +8,19 @@ to the provider and every identical request, arriving while it is in flight or a
 recorded, is answered with that same recorded answer: one provider call, one interaction, and
 every conversation that shares a turn shares its answer, so its later turns key on the same text.
 
-What is shared is the process's: every `CassetteTransport` open on the same file in this process,
-every connection and session of one `harness serve`. An answer the provider gave as a transient
+What is shared: every `CassetteTransport` open on the same file in this process, every connection
+and session of one `harness serve`, and, when the recording run is named in the environment
+(`HARNESS_RECORD_RUN_ID`, or pytest-xdist's `PYTEST_XDIST_TESTRUNUID` for its workers), every
+process of that run: the first to send a request holds a lock named after its key until its
+answer is recorded and left beside the lock for the others. An answer the provider gave as a transient
 failure (408, 409, 429, or a 5xx status) is not shared: the SDK's retry goes to the provider and
 is recorded as the next answer to that request, so replay plays the failure, then the answer.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,9 +28,15 @@ from pathlib import Path
 from typing import Final
 
 import anyio
+import anyio.to_thread
+from filelock import FileLock, Timeout
 
 from harness.cassettes.cassette import Interaction
+from harness.cassettes.store import lock_base
 from harness.errors import CassetteError
+from harness.files import write_atomically
+
+_log = logging.getLogger(__name__)
 
 TRANSIENT_STATUSES: Final = frozenset({408, 409, 429})
 """Statuses an SDK retries (with every 5xx): answers that are never shared."""
@@ -40,10 +51,15 @@ def is_transient(status: int) -> bool:
     return status in TRANSIENT_STATUSES or status >= 500
 
 
+Owner = tuple[int, int | None]
+"""Who sends a request: the thread, and the async task in it (None for a sync client)."""
+
+
 @dataclass
 class Flight:
     """A request on its way to the provider; identical ones wait for it to land."""
 
+    owner: Owner
     landed: threading.Event = field(default_factory=threading.Event)
     answer: Interaction | None = None
 
@@ -56,33 +72,99 @@ class Lead:
         self.shared = shared
         self.key = key
         self._landed = False
+        self.held: FileLock | None = None
+        """The run's lock on this request, across processes, when the run is shared."""
 
     def land(self, answer: Interaction | None) -> None:
-        if not self._landed:
-            self._landed = True
+        if self._landed:
+            return
+        self._landed = True
+        try:
+            run = self.shared.run if self.held is not None else None
+            if run is not None and answer is not None and not is_transient(answer.response.status):
+                run.publish(self.key, answer)
+        finally:
+            if self.held is not None:
+                self.held.release()
             self.shared.land(self.key, answer)
 
 
-class SharedAnswers:
-    """The answers recorded in this process into one cassette, by request key."""
+class RunAnswers:
+    """The answers every process of one recording run shares for one cassette: a lock per
+    request key, and each recorded answer in a file beside it, in the cassette's lock folder."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path, run_id: str) -> None:
+        self._base = str(lock_base(path))
+        self._run = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def _name(self, key: str) -> str:
+        return key.removeprefix("sha256:")[:32]
+
+    def lock(self, key: str) -> FileLock:
+        # thread_local=False: an async client acquires it in a worker thread, lands elsewhere
+        return FileLock(f"{self._base}.{self._name(key)}.lock", thread_local=False)
+
+    def _answer_file(self, key: str) -> Path:
+        return Path(f"{self._base}.{self._run}.{self._name(key)}.answer.json")
+
+    def recorded(self, key: str) -> Interaction | None:
+        """The answer another process of the run recorded for `key`, if any."""
+        try:
+            return Interaction.model_validate_json(self._answer_file(key).read_bytes())
+        except (OSError, ValueError):  # none yet, or unreadable: this process records it
+            return None
+
+    def publish(self, key: str, answer: Interaction) -> None:
+        try:
+            write_atomically(self._answer_file(key), answer.model_dump_json().encode())
+        except OSError as error:  # the others record on their own; the recording stands
+            _log.warning("a shared answer could not be left for other processes: %s", error)
+
+
+class SharedAnswers:
+    """The answers recorded in this process into one cassette, by request key; with `run`,
+    those of every process of the recording run too."""
+
+    def __init__(self, run: RunAnswers | None = None) -> None:
         self._lock = threading.Lock()
         self._answers: dict[str, Interaction] = {}
         self._flights: dict[str, Flight] = {}
         self.users = 0
+        self.run = run
 
-    def claim(self, key: str) -> Interaction | Flight | Lead:
+    def _across_processes(self, lead: Lead) -> Interaction | Lead:
+        """For the lead of this process: the answer another process of the run recorded, or
+        the lead holding the run's lock on the request (blocks while another process holds
+        it)."""
+        if self.run is None:
+            return lead
+        lock = self.run.lock(lead.key)
+        try:
+            lock.acquire(timeout=WAIT_SECONDS)
+        except (Timeout, OSError) as error:  # recorded on its own: slower, never stuck
+            _log.warning("recording a request without the run's lock on it: %s", error)
+            return lead
+        answer = self.run.recorded(lead.key)
+        if answer is not None and not is_transient(answer.response.status):
+            lock.release()
+            lead.land(answer)
+            return answer
+        lead.held = lock
+        return lead
+
+    def claim(self, key: str, owner: Owner) -> Interaction | Flight | Lead | None:
         """The answer recorded for `key`, the flight to wait for, or the lead: the caller sends
-        the request and lands it."""
+        the request and lands it. None when the flight is the caller's own (a client that sends
+        a request again before reading the first answer): waiting would never end, so it
+        records on its own."""
         with self._lock:
             answer = self._answers.get(key)
             if answer is not None and not is_transient(answer.response.status):
                 return answer
             flight = self._flights.get(key)
             if flight is not None:
-                return flight
-            self._flights[key] = Flight()
+                return None if flight.owner == owner else flight
+            self._flights[key] = Flight(owner)
             return Lead(self, key)
 
     def land(self, key: str, answer: Interaction | None) -> None:
@@ -98,8 +180,11 @@ class SharedAnswers:
         """Wait (blocking) for the shared answer to `key`: the answer, the lead, or None when
         the wait ran out (the caller records on its own)."""
         deadline = time.monotonic() + WAIT_SECONDS
+        owner = (threading.get_ident(), None)
         while True:
-            claimed = self.claim(key)
+            claimed = self.claim(key, owner)
+            if isinstance(claimed, Lead):
+                return self._across_processes(claimed)
             if not isinstance(claimed, Flight):
                 return claimed
             if not claimed.landed.wait(max(0.0, deadline - time.monotonic())):
@@ -110,8 +195,13 @@ class SharedAnswers:
     async def answer_for_async(self, key: str) -> Interaction | Lead | None:
         """`answer_for` without blocking the event loop."""
         deadline = time.monotonic() + WAIT_SECONDS
+        owner = (threading.get_ident(), anyio.get_current_task().id)
         while True:
-            claimed = self.claim(key)
+            claimed = self.claim(key, owner)
+            if isinstance(claimed, Lead):
+                if self.run is None:
+                    return claimed
+                return await anyio.to_thread.run_sync(self._across_processes, claimed)
             if not isinstance(claimed, Flight):
                 return claimed
             while not claimed.landed.is_set():
@@ -126,10 +216,14 @@ _REGISTRY: Final[dict[Path, SharedAnswers]] = {}
 _REGISTRY_LOCK: Final = threading.Lock()
 
 
-def open_shared(path: Path) -> SharedAnswers:
-    """The shared answers of the cassette at `path` in this process (one more user)."""
+def open_shared(path: Path, run_id: str | None = None) -> SharedAnswers:
+    """The shared answers of the cassette at `path` in this process (one more user); with
+    `run_id`, shared with every process of that recording run too."""
     with _REGISTRY_LOCK:
-        shared = _REGISTRY.setdefault(path.resolve(), SharedAnswers())
+        shared = _REGISTRY.get(path.resolve())
+        if shared is None:
+            run = RunAnswers(path, run_id) if run_id else None
+            shared = _REGISTRY[path.resolve()] = SharedAnswers(run)
         shared.users += 1
         return shared
 

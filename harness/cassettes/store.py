@@ -49,8 +49,15 @@ def current_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def _lock_base(path: Path) -> Path:
-    # Locks live outside the repository so no lock file is ever committed by accident.
+def shared_run() -> bool:
+    """Whether the recording run may span processes: its id is named in the environment
+    (`RUN_ID_VARIABLES`)."""
+    return any(os.environ.get(name) for name in RUN_ID_VARIABLES)
+
+
+def lock_base(path: Path) -> Path:
+    """Where the cassette at `path` keeps its locks and markers: outside the repository, so no
+    lock file is ever committed by accident (a name, to which each use adds a suffix)."""
     folder = Path(tempfile.gettempdir()) / "harness-cassette-locks"
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
@@ -65,7 +72,7 @@ def lock_for(path: Path) -> Iterator[None]:
     for longer than `LOCK_TIMEOUT_SECONDS`.
     """
     try:
-        lock = FileLock(str(_lock_base(path)) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+        lock = FileLock(str(lock_base(path)) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
         lock.acquire()
     except Timeout:
         raise CassetteWriteError(
@@ -127,7 +134,7 @@ def save_recording(
     when it cannot be written.
     """
     with lock_for(path):
-        marker = Path(str(_lock_base(path)) + ".run")
+        marker = Path(str(lock_base(path)) + ".run")
         same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
         base: Sequence[Interaction]
         if replace and not same_run:
@@ -162,7 +169,7 @@ def save_recording(
 
 def recorded_in_run(path: Path, run_id: str) -> bool:
     """Whether a re-recording (mode `all`) of this run has written the cassette at `path`."""
-    marker = Path(str(_lock_base(path)) + ".run")
+    marker = Path(str(lock_base(path)) + ".run")
     try:
         return marker.read_text(encoding="utf-8") == run_id
     except OSError:

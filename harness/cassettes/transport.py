@@ -53,7 +53,12 @@ from harness.cassettes.sharing import (
     close_shared,
     open_shared,
 )
-from harness.cassettes.store import current_run_id, recorded_in_run, save_recording
+from harness.cassettes.store import (
+    current_run_id,
+    recorded_in_run,
+    save_recording,
+    shared_run,
+)
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
     AnyRequest,
@@ -191,7 +196,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.mode is RecordMode.ONCE and not exists
         )
         self._shared: SharedAnswers | None = (
-            open_shared(self.path)
+            open_shared(self.path, run_id=self.run_id if shared_run() else None)
             if self.recording and self.identical_requests == "shared"
             else None
         )

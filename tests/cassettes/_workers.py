@@ -6,6 +6,7 @@ import itertools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx2
 
@@ -56,3 +57,35 @@ def save_forever(path: str) -> None:
     sys.stdout.flush()
     for data in itertools.cycle(versions):
         write_atomically(Path(path), data)
+
+
+def converse(path: str, worker: int, run_id: str, out: str, start: Any) -> None:
+    """A three-turn conversation recorded in mode `all` as one process of the run `run_id`:
+    the first turn ("What time is it?") is every worker's, answered with the time of the call."""
+    import os
+    import time
+
+    os.environ["HARNESS_RECORD_RUN_ID"] = run_id
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        last = body["messages"][-1]["content"]
+        time.sleep(0.2)
+        text = f"It is {time.time():.6f}" if last == "What time is it?" else f"re: {last}"
+        return httpx2.Response(
+            200, json={"choices": [{"message": {"role": "assistant", "content": text}}]}
+        )
+
+    transport = CassetteTransport(path, mode="all", inner=httpx2.MockTransport(handler))
+    start.wait()  # every worker is ready: their first requests overlap
+    messages = [{"role": "user", "content": "What time is it?"}]
+    answers = []
+    with httpx2.Client(transport=transport, base_url="https://api.openai.com") as client:
+        for turn in range(3):
+            if turn:
+                messages.append({"role": "user", "content": f"worker {worker}, turn {turn}"})
+            reply = client.post("/v1/chat/completions", json={"model": "m", "messages": messages})
+            text = reply.json()["choices"][0]["message"]["content"]
+            answers.append(text)
+            messages.append({"role": "assistant", "content": text})
+    Path(out).write_text(json.dumps(answers))

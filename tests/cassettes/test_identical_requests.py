@@ -342,3 +342,70 @@ def test_a_miss_groups_repeats_and_names_the_earlier_turn_answered_differently(
     nearest = message.split("most similar first:\n")[1].splitlines()
     assert "(recorded 2 times)" in nearest[2], "the first turn is the farthest of the three"
     assert "was recorded 2 times with 2 different answers" in message
+
+
+@pytest.mark.subprocess
+def test_processes_of_one_recording_run_share_the_answer(tmp_path: Path) -> None:
+    """pytest-xdist workers, each with its own transport on one cassette, in one named run."""
+    import multiprocessing
+
+    from tests.cassettes._workers import converse
+
+    path = tmp_path / "shared.json"
+    run_id = uuid.uuid4().hex
+    context = multiprocessing.get_context("spawn")
+    outputs = [tmp_path / f"worker-{w}.json" for w in range(WORKERS)]
+    start = context.Barrier(WORKERS)
+    processes = [
+        context.Process(target=converse, args=(str(path), w, run_id, str(outputs[w]), start))
+        for w in range(WORKERS)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    recorded = [json.loads(output.read_text()) for output in outputs]
+    assert len({answers[0] for answers in recorded}) == 1, recorded
+    cassette = Cassette.load(path)
+    assert len(cassette) == 1 + WORKERS * (TURNS - 1)
+
+    transport = CassetteTransport(path, inner=NoNetwork())
+
+    def work(worker: int) -> list[str]:
+        with httpx2.Client(transport=transport, base_url=OPENAI) as client:
+            messages = [{"role": "user", "content": QUESTION}]
+            answers = []
+            for turn in range(TURNS):
+                if turn:
+                    messages.append({"role": "user", "content": f"worker {worker}, turn {turn}"})
+                reply = client.post(CHAT, json={"model": "m", "messages": messages})
+                answers.append(reply.json()["choices"][0]["message"]["content"])
+                messages.append({"role": "assistant", "content": answers[-1]})
+            return answers
+
+    assert in_parallel(work) == recorded
+
+
+def test_a_client_sending_a_request_again_before_reading_the_first_is_not_stuck(
+    tmp_path: Path,
+) -> None:
+    provider = ClockProvider(delay=0)
+    transport = CassetteTransport(
+        tmp_path / "c.json", mode="once", inner=httpx2.MockTransport(provider.handler)
+    )
+    body = {"model": "m", "messages": [{"role": "user", "content": QUESTION}]}
+    finished = threading.Event()
+
+    def send_twice() -> None:
+        with httpx2.Client(transport=transport, base_url=OPENAI) as client:
+            first = client.send(client.build_request("POST", CHAT, json=body), stream=True)
+            second = client.send(client.build_request("POST", CHAT, json=body), stream=True)
+            first.read()
+            second.read()
+        finished.set()
+
+    thread = threading.Thread(target=send_twice, daemon=True)
+    thread.start()
+    assert finished.wait(10), "the second request waited for an answer its own client holds"
+    assert len(provider.calls) == 2
