@@ -20,6 +20,7 @@ is recorded as the next answer to that request, so replay plays the failure, the
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -94,8 +95,10 @@ class RunAnswers:
     request key, and each recorded answer in a file beside it, in the cassette's lock folder."""
 
     def __init__(self, path: Path, run_id: str) -> None:
-        self._base = str(lock_base(path))
+        base = lock_base(path)
+        self._base = str(base)
         self._run = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        _prune_once(base.parent)
 
     def _name(self, key: str) -> str:
         return key.removeprefix("sha256:")[:32]
@@ -110,14 +113,16 @@ class RunAnswers:
     def recorded(self, key: str) -> Interaction | None:
         """The answer another process of the run recorded for `key`, if any."""
         try:
-            return Interaction.model_validate_json(self._answer_file(key).read_bytes())
+            return Interaction.model_validate(json.loads(self._answer_file(key).read_bytes()))
         except (OSError, ValueError):  # none yet, or unreadable: this process records it
             return None
 
     def publish(self, key: str, answer: Interaction) -> None:
         try:
-            write_atomically(self._answer_file(key), answer.model_dump_json().encode())
-        except OSError as error:  # the others record on their own; the recording stands
+            # ASCII JSON: a lone surrogate in a body (half an emoji) is written as its escape
+            text = json.dumps(answer.model_dump(mode="json", exclude_none=True))
+            write_atomically(self._answer_file(key), text.encode("ascii"))
+        except (OSError, ValueError) as error:  # the others record on their own; the recording stands
             _log.warning("a shared answer could not be left for other processes: %s", error)
 
 
@@ -210,6 +215,25 @@ class SharedAnswers:
                 await anyio.sleep(POLL_SECONDS)
             if claimed.answer is not None and not is_transient(claimed.answer.response.status):
                 return claimed.answer
+
+
+STALE_SECONDS: Final = 24 * 3600.0
+"""Answers left for other processes older than this belong to runs long over: removed."""
+_pruned: list[Path] = []
+
+
+def _prune_once(folder: Path) -> None:
+    """Remove the answer files runs left in `folder` more than a day ago (once a process)."""
+    if folder in _pruned:
+        return
+    _pruned.append(folder)
+    now = time.time()
+    for stale in folder.glob("*.answer.json"):
+        try:
+            if now - stale.stat().st_mtime > STALE_SECONDS:
+                stale.unlink()
+        except OSError:  # another process removed it first
+            continue
 
 
 _REGISTRY: Final[dict[Path, SharedAnswers]] = {}
