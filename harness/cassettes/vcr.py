@@ -5,11 +5,11 @@ clients (official SDKs included):
 
 - `request_hash`, a vcrpy matcher that compares requests by `canonical_request_key`, so JSON key
   order, volatile fields and host do not matter and behaviour-changing headers do;
-- `HarnessPersister`, a vcrpy persister that stores vcrpy cassettes as `harness-cassette/1` JSON
+- `HarnessPersister`, a vcrpy persister that stores vcrpy cassettes as `harness-cassette` JSON
   files, scrubbed exactly as `CassetteTransport` scrubs (the same `record_request` and
   `record_response`), and loads them back for vcrpy;
 - `import_vcr`, which converts existing vcrpy YAML cassettes (including pydantic-ai's
-  `parsed_body` variant) into `harness-cassette/1` files `CassetteTransport` replays.
+  `parsed_body` variant) into `harness-cassette/2` files `CassetteTransport` replays.
 
 `register(vcr)` installs the matcher and the persister on a `vcr.VCR`. With pytest-recording, do it
 in the `pytest_recording_configure` hook of a `conftest.py`:
@@ -25,7 +25,7 @@ def pytest_recording_configure(config, vcr):
 
 @pytest.fixture(scope="module")
 def vcr_config():
-    # "json" only names the files `*.json`; the persister writes harness-cassette/1 JSON anyway.
+    # "json" only names the files `*.json`; the persister writes harness-cassette JSON anyway.
     return {"serializer": "json", "match_on": ["method", "path", "request_hash"]}
 ```
 
@@ -304,7 +304,7 @@ def _decoded_content(status: int, headers: list[tuple[str, str]], raw: bytes) ->
 
 
 class HarnessPersister:
-    """vcrpy persister that keeps cassettes as `harness-cassette/1` JSON whatever their suffix.
+    """vcrpy persister that keeps cassettes as `harness-cassette` JSON whatever their suffix.
 
     `load_cassette` verifies the file (digests, and the signature when `HARNESS_CASSETTE_KEY` is
     set) and raises `CassetteNotFoundError` when it is absent or empty, which vcrpy reads as "record
@@ -328,7 +328,7 @@ class HarnessPersister:
             raise CassetteNotFoundError(f"cassette {path} is empty")
         if not raw.lstrip().startswith(b"{"):
             raise CassetteFormatError(
-                f"{path}: expected a harness-cassette/1 JSON file but this looks like a vcrpy "
+                f"{path}: expected a harness-cassette JSON file but this looks like a vcrpy "
                 "YAML cassette; convert it with harness.cassettes.vcr.import_vcr "
                 "(`harness cassettes import-vcr`) or delete it to re-record"
             )
@@ -357,7 +357,7 @@ class HarnessPersister:
         metadata = cassette_dict.get("metadata")
         if metadata:
             raise CassetteFormatError(
-                f"{path}: harness-cassette/1 has no place for vcrpy cassette metadata "
+                f"{path}: a harness cassette has no place for vcrpy cassette metadata "
                 f"(get_metadata keys: {', '.join(sorted(map(str, metadata)))}); "
                 "keep such values outside the cassette"
             )
@@ -494,7 +494,7 @@ def import_vcr(
     scrubber: Scrubber = DEFAULT_SCRUBBER,
     anthropic_version: str | None = None,
 ) -> ImportReport:
-    """Convert vcrpy YAML cassettes into `harness-cassette/1` files under `out_dir`.
+    """Convert vcrpy YAML cassettes into `harness-cassette/2` files under `out_dir`.
 
     A source is a cassette file, or a folder searched recursively for `*.yaml` and `*.yml`;
     outputs keep the path relative to their folder (a file's is its name), with a `.json`
@@ -604,7 +604,7 @@ def _convert_vcr_file(
         raise _validation_error(path, error, "") from None
     if cassette.metadata:
         raise CassetteFormatError(
-            f"{path}: harness-cassette/1 has no place for vcrpy cassette metadata "
+            f"{path}: a harness cassette has no place for vcrpy cassette metadata "
             f"(keys: {', '.join(sorted(cassette.metadata))}); remove it before importing"
         )
     pairs: list[tuple[str, httpx.Request, VcrResponseRecord]] = []
