@@ -55,6 +55,11 @@ services:
 
 test: services lint typecheck docs unit
 
+# Quick feedback while editing: the tests that need no service, subprocess or browser, with the
+# `quick` hypothesis profile and no coverage. `make test` is still what CI runs.
+test-fast: $(STAMP)
+	HARNESS_HYPOTHESIS_PROFILE=quick $(BIN)/pytest -n 2 -q -p no:randomly -m "not server and not subprocess and not browser"
+
 thorough: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n 2
 

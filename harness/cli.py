@@ -76,6 +76,20 @@ def _record_modes() -> tuple[str, ...]:
     return tuple(mode.value for mode in RecordMode)
 
 
+def _identical_requests() -> tuple[str, ...]:
+    from typing import get_args
+
+    from harness.cassettes.cassette import IdenticalRequests
+
+    return get_args(IdenticalRequests)
+
+
+def _log_formats() -> tuple[str, ...]:
+    from harness.serve.request_log import LOG_FORMATS
+
+    return LOG_FORMATS
+
+
 def _providers() -> tuple[str, ...]:
     from harness.providers import PROVIDERS
 
@@ -317,6 +331,22 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     help="Once a request's recorded answers are used up, replay its last one again instead of "
     "answering 404 (a server kept running across test runs).",
 )
+@click.option(
+    "--pace",
+    default="off",
+    show_default=True,
+    help="How replayed event streams are timed: recorded (as they were recorded), a number N "
+    "(N times faster), or off (as fast as the client reads). A session may set its own.",
+)
+@click.option(
+    "--identical-requests",
+    type=_Choice(_identical_requests),
+    default=None,
+    help="How a recording answers identical requests: shared sends the first to the provider "
+    "and answers every identical one (any client, any session) with it, so parallel suites "
+    "replay in any order; separate records each. [default: what the cassette says, shared "
+    "for a new one]",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
@@ -391,10 +421,21 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     show_default=True,
     help="Seconds a request body may take to arrive.",
 )
+@click.option(
+    "--log-format",
+    type=_Choice(_log_formats),
+    default="text",
+    show_default=True,
+    help="One line per request on stderr: time, cassette or session, provider endpoint, request "
+    "key, outcome (replayed, recorded, missed, used up, scripted, refused, ...), status and "
+    "milliseconds; as text or one JSON object per line.",
+)
 def serve(
     cassettes_dir: Path,
     record_mode: str,
     allow_repeats: bool,
+    identical_requests: str | None,
+    pace: str,
     host: str,
     port: int,
     ready_file: Path | None,
@@ -407,16 +448,20 @@ def serve(
     header_timeout: float,
     idle_timeout: float,
     body_timeout: float,
+    log_format: str,
 ) -> None:
     """Serve OpenAI and Anthropic APIs from cassettes and scripts until interrupted.
 
     An SDK's base URL is http://HOST:PORT/c/<cassette>/v1 (OpenAI) or .../c/<cassette>
     (Anthropic); sessions are opened with POST /_harness/sessions. Record modes forward misses to
-    the provider with this process's OPENAI_API_KEY / ANTHROPIC_API_KEY.
+    the provider with this process's OPENAI_API_KEY / ANTHROPIC_API_KEY. GET
+    /_harness/cassettes lists the cassettes served and what was played of each; at exit, the
+    interactions no client played are printed, per cassette.
     """
     import os
 
     from harness.cassettes.modes import RecordMode
+    from harness.cassettes.pacing import parse_pace
     from harness.serve import ServeConfig, serve_forever
     from harness.serve.limits import ServeLimits
 
@@ -433,10 +478,13 @@ def serve(
         cassettes=cassettes_dir,
         record_mode=RecordMode.parse(record_mode),
         allow_repeats=allow_repeats,
+        identical_requests=identical_requests,  # type: ignore[arg-type]  # click.Choice checked it
+        pace=_or_invalid(lambda: parse_pace(pace)),
         allow_session_record=allow_session_record,
         control_token=control_token or None,
         limits=limits,
         environ=dict(os.environ),
+        log_format=log_format,  # type: ignore[arg-type]  # click.Choice checked it
     )
     _or_invalid(
         lambda: serve_forever(
@@ -652,7 +700,7 @@ def cassettes_diff(a: Path, b: Path) -> None:
     "out_dir",
     required=True,
     type=_Path(path_type=Path, file_okay=False),
-    help="Folder for the converted harness-cassette/1 files (relative paths are kept).",
+    help="Folder for the converted harness-cassette files (relative paths are kept).",
 )
 @click.option(
     "--anthropic-version",

@@ -103,10 +103,13 @@ def libraries() -> tuple[HttpLibrary, ...]:
     never touches it does not pay for loading it. Under `httpx2.alias_httpx()` the two are one
     module, so one library.
     """
-    module = sys.modules.get("httpx")
-    if module is None or module is httpx2:
+    if "httpx" not in sys.modules:
         return (HTTPX2,)
-    return (HTTPX2, _httpx_library(module))
+    # Importing what `sys.modules` holds waits while another thread is still importing it: read
+    # from `sys.modules` directly, a module half imported has no classes yet.
+    import httpx
+
+    return (HTTPX2,) if httpx is httpx2 else (HTTPX2, _httpx_library(httpx))
 
 
 def httpx_library() -> HttpLibrary:

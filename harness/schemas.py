@@ -59,7 +59,8 @@ RECORD_SCHEMAS: Final[Mapping[str, RecordSchema]] = {
         description="The persisted state of the forced-completion phase.",
     ),
     "cassette": RecordSchema(
-        type=CassetteDocument, description="A harness-cassette/2 (or /1) file of recorded LLM traffic."
+        type=CassetteDocument,
+        description="A harness-cassette/2 (or /1) file of recorded LLM traffic.",
     ),
     "scenario": RecordSchema(
         type=Scenario,

@@ -1,8 +1,9 @@
 """Shared test configuration: hypothesis profiles.
 
-`fast` (the default, used in CI), `thorough` (more examples, no deadline) and `fuzz` (what
-`make fuzz` runs over tests/fuzz: many more inputs for the hostile-input properties), chosen with
-the environment variable HARNESS_HYPOTHESIS_PROFILE.
+`fast` (the default, used in CI), `quick` (what `make test-fast` runs while editing: fewer
+examples), `thorough` (more examples, no deadline) and `fuzz` (what `make fuzz` runs over
+tests/fuzz: many more inputs for the hostile-input properties), chosen with the environment
+variable HARNESS_HYPOTHESIS_PROFILE.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "fast", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "quick", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
     "thorough", max_examples=2_000, deadline=None, suppress_health_check=list(HealthCheck)

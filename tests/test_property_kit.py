@@ -152,7 +152,8 @@ def test_cassette_metadata_takes_its_fields_validated() -> None:
         (
             "CassetteMetadataFactory",
             {"provder": "anthropic"},
-            "expected fields of CassetteMetadata (harness_version, provider, recorded_at) but "
+            "expected fields of CassetteMetadata (harness_version, provider, recorded_at, "
+            "identical_requests) but "
             "got provder='anthropic' (type=str)",
         ),
         (

@@ -122,7 +122,7 @@ class RunAnswers:
             # ASCII JSON: a lone surrogate in a body (half an emoji) is written as its escape
             text = json.dumps(answer.model_dump(mode="json", exclude_none=True))
             write_atomically(self._answer_file(key), text.encode("ascii"))
-        except (OSError, ValueError) as error:  # the others record on their own; the recording stands
+        except (OSError, ValueError) as error:  # the others record on their own
             _log.warning("a shared answer could not be left for other processes: %s", error)
 
 

@@ -3,9 +3,10 @@
 A script is a list of replies (`ScriptedReply`): text, text cut off by the token limit, tool
 calls (optionally with text), or a provider error. `ScriptTransport` is an `httpx2` transport
 (answering `httpx` 0.28 clients too; `HttpxScriptTransport` is typed as one) that answers each
-request with the next reply rendered by the provider adapter (a plain JSON body, or an SSE stream
-when the request asked to stream), so a scripted run parses the same bytes a recorded cassette
-would. It is not a second code path.
+request with the next reply rendered in the wire of the endpoint it was sent to (a plain JSON
+body, or an SSE stream when the request asked to stream): Chat Completions at
+`/v1/chat/completions`, the Responses wire at `/v1/responses`, Messages at `/v1/messages`. So a
+scripted run parses the same bytes a recorded cassette would. It is not a second code path.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from harness.http_clients import (
     library_of,
 )
 from harness.lazy import on_first_use
-from harness.llm.adapters import RequestFormatError, adapter_for
+from harness.llm.adapters import ReplyRenderer, RequestFormatError, adapter_for, reply_renderer
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
-from harness.providers import Provider, detect_provider, find_provider
+from harness.providers import Provider, ProviderSpec, detect_spec, find_provider
 
 if TYPE_CHECKING:
     import httpx
@@ -125,9 +126,14 @@ class ScriptedReply(WireModel):
 class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     """Answer requests with scripted replies rendered in `provider`'s wire format, in order.
 
-    `requests` keeps every request received (of the client's own library). A request for the
-    other provider's API (a Messages call to an OpenAI script) is a `ScriptProviderMismatchError`
-    naming both, not a reply the client cannot parse.
+    `requests` keeps every request received (of the client's own library). Each reply is
+    rendered in the wire of the endpoint the request was sent to (`ProviderSpec.endpoint_at`;
+    a path no provider is known by gets the provider's own wire). A request for the other
+    provider's API (a Messages call to an OpenAI script) is a `ScriptProviderMismatchError`
+    naming both, not a reply the client cannot parse; a request for an API of the provider that
+    a script cannot answer (`/v1/embeddings`, `/v1/completions`, `/v1/messages/count_tokens`)
+    is answered 404 `not_found_error` in the provider's error format, naming the path and the
+    endpoints the script answers, and uses no reply.
     """
 
     def __init__(
@@ -161,12 +167,27 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
     def _answer(self, request: AnyRequest) -> AnyResponse:
         library = library_of(request)
-        spoken = detect_provider(request.url.path)
-        if spoken is not None and spoken != self.provider:
+        path = request.url.path
+        spoken = detect_spec(path)
+        if spoken is not None and spoken.name != self.provider:
             raise ScriptProviderMismatchError(
                 f"the script renders {self.provider} replies but the code under test called the "
-                f"{spoken} API ({request.method} {request.url.path}); build the script for "
-                f"{spoken}, or point the client at the {self.provider} API"
+                f"{spoken.name} API ({request.method} {path}); build the script for "
+                f"{spoken.name}, or point the client at the {self.provider} API"
+            )
+        renderer = self._renderer(spoken, path)
+        if renderer is None:
+            assert spoken is not None
+            message = (
+                f"the scripted {self.provider} API answers {_endpoint_list(spoken)}; it cannot "
+                f"answer {request.method} {path}, which the code under test called"
+            )
+            return library.response(
+                404,
+                headers=[("content-type", "application/json")],
+                content=json.dumps(
+                    self.adapter.render_error(404, "not_found_error", message)
+                ).encode("utf-8"),
             )
         with self._lock:
             self.requests.append(request)
@@ -183,7 +204,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if reply.error is not None:
             error = reply.error.body
             if error is None:
-                error = self.adapter.render_error(
+                error = renderer.render_error(
                     reply.error.status, reply.error.type, reply.error.message
                 )
             return library.response(
@@ -196,7 +217,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self._objects_only and not body.get("stream"):
             response = _objects_only(response)
         if body.get("stream"):
-            events = self.adapter.render_stream(response, model=model, response_id=response_id)
+            events = renderer.render_stream(response, model=model, response_id=response_id)
             return library.response(
                 200,
                 headers=[("content-type", "text/event-stream")],
@@ -204,12 +225,28 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                     [event.encode("utf-8") for event in events]
                 ),
             )
-        rendered = self.adapter.render_response(response, model=model, response_id=response_id)
+        rendered = renderer.render_response(response, model=model, response_id=response_id)
         return library.response(
             200,
             headers=[("content-type", "application/json")],
             content=json.dumps(rendered).encode("utf-8"),
         )
+
+    def _renderer(self, spoken: ProviderSpec | None, path: str) -> ReplyRenderer | None:
+        """What renders the reply to a request at `path`: the renderer of the endpoint's wire;
+        the provider's own adapter for a path no provider is known by; None for an API of the
+        provider that no endpoint serves."""
+        if spoken is None:
+            return self.adapter
+        endpoint = spoken.endpoint_at(path)
+        return None if endpoint is None else reply_renderer(spoken, endpoint.wire)
+
+
+def _endpoint_list(spec: ProviderSpec) -> str:
+    """`spec`'s endpoints as a message names them: `POST /v1/chat/completions and /v1/...`."""
+    paths = [endpoint.path for endpoint in spec.endpoints]
+    listed = paths[0] if len(paths) == 1 else f"{', '.join(paths[:-1])} and {paths[-1]}"
+    return f"POST {listed}"
 
 
 if TYPE_CHECKING:

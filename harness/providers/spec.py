@@ -92,6 +92,17 @@ class ProviderSpec:
                 f"default_model={self.default_model!r} (tool_models={self.tool_models!r})"
             )
 
+    def endpoint_at(self, path: str) -> Endpoint | None:
+        """The endpoint a request `path` calls, told by its ending: the endpoint's path after
+        the version (`/responses` for `/v1/responses`), so a request through an
+        OpenAI-compatible prefix or an Azure deployment is told too. None for a path that ends
+        in none of them (`/v1/embeddings`, `/v1/messages/count_tokens`): an API of this
+        provider that the harness does not speak."""
+        for endpoint in sorted(self.endpoints, key=lambda served: -len(served.path)):
+            if path.endswith(endpoint.path.removeprefix(GENERIC_VERSION_SUFFIX)):
+                return endpoint
+        return None
+
     @property
     def request_path(self) -> str:
         """The path the harness's own gateway sends a request to."""

@@ -15,6 +15,9 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import re
+import sys
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -32,13 +35,14 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from harness.cassettes import CassetteMissError, CassetteTransport, RecordMode
-from harness.cassettes.key import KEYED_HEADERS
+from harness.cassettes.cassette import IdenticalRequests
+from harness.cassettes.key import KEYED_HEADERS, canonical_request_key
 from harness.cassettes.store import RUN_ID_VARIABLES
 from harness.errors import CassetteError, HarnessError
-from harness.http_clients import ChunkStream, http_errors
+from harness.http_clients import AnyRequest, ChunkStream, http_errors
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
 from harness.llm._wire import json_type
 from harness.llm.adapters import adapter_for
@@ -51,9 +55,17 @@ from harness.providers import (
     keyed_header_names,
     provider_names,
     provider_specs,
+    served_endpoints,
     unknown_provider,
 )
+from harness.serve.cassette_usage import (
+    CassetteListing,
+    CassetteUsage,
+    cassette_name,
+    served_cassette,
+)
 from harness.serve.limits import ServeLimits
+from harness.serve.request_log import LogFormat, Outcome, format_line, key_prefix, write_line
 from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
 CONTROL_PREFIX: Final = "/_harness"
@@ -95,15 +107,29 @@ class ServeConfig:
     Record rights belong to whoever started the server: a session records at most as the
     server's own `record_mode` does, unless `allow_session_record` lets sessions choose any mode.
     With a `control_token`, every request but the health check must carry it.
+
+    `identical_requests` is how a recording answers identical requests (`CassetteTransport`'s
+    option): `shared` (the default for a new cassette) sends the first to the provider and
+    answers every identical one, from any client or session, with that answer; `separate`
+    records each. None keeps what each cassette file says.
+
+    `log_format` (`text` or `json`) writes one line per request to stderr (see
+    `harness.serve.request_log`); None writes none. Whatever it is, closing the server prints
+    the interactions no client played, per cassette.
     """
 
     cassettes: Path = Path("cassettes")
     record_mode: RecordMode = RecordMode.NONE
     allow_repeats: bool = False
+    identical_requests: IdenticalRequests | None = None
+    pace: float | None = None
+    """How replayed event streams are timed: a speed factor of the recorded timing (1 is as
+    recorded), None as fast as the client reads (`harness.cassettes.pacing`)."""
     allow_session_record: bool = False
     control_token: str | None = None
     limits: ServeLimits = field(default_factory=ServeLimits)
     environ: Mapping[str, str] = field(default_factory=dict)
+    log_format: LogFormat | None = None
 
     def recording_run(self) -> str:
         """The recording run every cassette of this server saves as (see
@@ -141,6 +167,10 @@ class SessionSpec(BaseModel):
     """Any registered provider's name (checked against the registry, not only the literal)."""
     cassette: str | None = None
     record_mode: RecordMode | None = None
+    identical_requests: IdenticalRequests | None = None
+    """How the session's recording answers identical requests; the server's setting if unset."""
+    pace: str | float | None = None
+    """`recorded`, a number of times faster, or `off`; the server's `--pace` if unset."""
     output_tool: str = Field(default=DEFAULT_OUTPUT_TOOL, min_length=1)
 
     @field_validator("provider", mode="plain")
@@ -188,6 +218,8 @@ class Session(_InUse):
     dropped: int = 0
     attached: bool = False
     """Attached in-process (`ReplayServer.attach`): its caller ends it, the server never does."""
+    cassette: str | None = None
+    """The name of the cassette it plays inside the cassettes folder, if it plays one there."""
 
     def receive(self, request: ReceivedRequest) -> None:
         if self.keep is not None and len(self.received) >= self.keep:
@@ -234,6 +266,69 @@ class _Refused:
 
     status: int
     message: str
+
+
+_KEY_EXTENSION: Final = "harness.request_key"
+
+
+class _KeyedCassetteTransport(CassetteTransport):
+    """A cassette transport that leaves the key it computes for a request on the request, for
+    the request log: computing it again costs as much as finding the recorded answer."""
+
+    def key_for(self, request: AnyRequest) -> str:
+        key = super().key_for(request)
+        request.extensions[_KEY_EXTENSION] = key
+        return key
+
+
+def _request_key(transport: CassetteTransport | ScriptTransport, request: httpx2.Request) -> str:
+    """The key of `request`: the one its cassette transport computed, else computed here."""
+    computed = request.extensions.get(_KEY_EXTENSION)
+    if isinstance(computed, str):
+        return computed
+    if isinstance(transport, CassetteTransport):
+        return transport.key_for(request)
+    return canonical_request_key(
+        request.method,
+        str(request.url),
+        request.headers.multi_items(),
+        request.content,
+        provider=transport.provider,
+    )
+
+
+@dataclass(slots=True, eq=False)
+class _Exchange:
+    """What the request log says of one request, filled in as it is answered."""
+
+    arrived: float
+    """`time.time()` when it arrived."""
+    started: float
+    """`time.perf_counter()` when it arrived."""
+    outcome: Outcome = "invalid"
+    provider: Provider | None = None
+    endpoint: str | None = None
+    session: str | None = None
+    cassette: str | None = None
+    keyed: tuple[CassetteTransport | ScriptTransport, httpx2.Request] | None = None
+    """The transport that answered and the request it was sent, which give the request key
+    (computed only when a line is written, and only when the transport did not compute it)."""
+
+    def line(self, log_format: LogFormat, status: int) -> str:
+        key = None if self.keyed is None else key_prefix(_request_key(*self.keyed))
+        milliseconds = round((time.perf_counter() - self.started) * 1000, 1)
+        return format_line(
+            log_format,
+            self.arrived,
+            self.session,
+            self.cassette,
+            self.provider,
+            self.endpoint,
+            key,
+            self.outcome,
+            status,
+            milliseconds,
+        )
 
 
 class _SharedUpstream(httpx2.AsyncBaseTransport):
@@ -285,10 +380,13 @@ class ReplayApp:
         self._created: set[Path] = set()
         """Cassettes this server began in mode `once`: they keep recording, whoever asks."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self._usage = CassetteUsage()
+        """What the transports closed so far played, for the summary printed at shutdown."""
         self._upstream = _SharedUpstream()
         self._control = Starlette(
             routes=[
                 StarletteRoute(f"{CONTROL_PREFIX}/health", self.health, methods=["GET"]),
+                StarletteRoute(f"{CONTROL_PREFIX}/cassettes", self.list_cassettes, methods=["GET"]),
                 StarletteRoute(f"{CONTROL_PREFIX}/sessions", self.open_session, methods=["POST"]),
                 StarletteRoute(
                     f"{CONTROL_PREFIX}/sessions/{{session_id}}",
@@ -309,19 +407,60 @@ class ReplayApp:
         if scope["type"] != "http":
             await self._control(scope, receive, send)
             return
-        control = scope["path"].startswith(CONTROL_PREFIX)
+        exchange = _Exchange(time.time(), time.perf_counter())
+        path: str = scope["path"]
+        control = path.startswith(CONTROL_PREFIX)
         refused = self._unauthorised(scope, control=control)
-        if refused is not None:
-            await refused(scope, receive, send)
-        elif control:
-            await self._control(scope, receive, send)
+        if control:
+            if path == f"{CONTROL_PREFIX}/health":  # polled by supervisors: never logged
+                await self._control(scope, receive, send)
+            else:
+                await self._control_call(scope, receive, send, exchange, refused)
+        elif refused is not None:
+            exchange.outcome = "refused"
+            _describe_route(path, exchange)
+            try:
+                await refused(scope, receive, send)
+            finally:
+                self._log(exchange, refused.status_code)
         else:
-            response, user = await self.provider_call(Request(scope, receive))
+            response, user = await self.provider_call(Request(scope, receive), exchange)
             try:
                 await response(scope, receive, send)
             finally:
                 if user is not None:
                     user.active -= 1
+                self._log(exchange, response.status_code)
+
+    async def _control_call(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        exchange: _Exchange,
+        refused: Response | None,
+    ) -> None:
+        """A control call (or its refusal), logged with the status it was answered with."""
+        exchange.endpoint, exchange.session = _control_endpoint(scope["method"], scope["path"])
+        scope[_EXCHANGE_SCOPE_KEY] = exchange  # the handlers name the session they open
+        status = 500
+
+        async def noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await (refused or self._control)(scope, receive, noting_status)
+        finally:
+            exchange.outcome = _control_outcome(status)
+            self._log(exchange, status)
+
+    def _log(self, exchange: _Exchange, status: int) -> None:
+        log_format = self.config.log_format
+        if log_format is not None:
+            write_line(exchange.line(log_format, status))
 
     def _unauthorised(self, scope: Scope, *, control: bool) -> Response | None:
         """The refusal of a request that does not carry the control token, when the server
@@ -356,14 +495,20 @@ class ReplayApp:
 
     # -- the provider APIs ------------------------------------------------------------------------
 
-    async def provider_call(self, request: Request) -> tuple[Response, _InUse | None]:
+    async def provider_call(
+        self, request: Request, exchange: _Exchange
+    ) -> tuple[Response, _InUse | None]:
         """The answer to a provider call, and what it holds open until the answer has gone out
-        (the caller releases it)."""
+        (the caller releases it). `exchange` is filled in with what the request log says."""
         try:
             # the path as the client sent it, percent-decoded: `request.url.path` escapes `\`
             target = route(request.scope["path"])
         except RouteError as error:
-            return self._route_error(error), None
+            return self._route_error(error, exchange), None
+        exchange.provider = target.provider
+        exchange.endpoint = target.endpoint
+        if target.kind == "session":
+            exchange.session = target.name
         if request.method != "POST":
             return _provider_error(
                 target.provider,
@@ -373,6 +518,7 @@ class ReplayApp:
             ), None
         body = await self._body(request)
         if isinstance(body, _Refused):
+            exchange.outcome = "refused"
             return _provider_error(
                 target.provider, body.status, "invalid_request_error", body.message
             ), None
@@ -382,12 +528,15 @@ class ReplayApp:
         try:
             user = await self._user_of(target)
         except RouteError as error:
-            return self._route_error(error), None
+            return self._route_error(error, exchange), None
         except CassetteError as error:
+            exchange.cassette = target.name  # a valid name: the cassette does not load
+            exchange.outcome = "failed"
             return self._provider_error(target.provider, 404, "not_found_error", str(error)), None
+        exchange.cassette = user.cassette if isinstance(user, Session) else target.name
         user.active += 1
         try:
-            response = await self._answer(request, target, body, user)
+            response = await self._answer(request, target, body, user, exchange)
         except BaseException:
             user.active -= 1
             raise
@@ -424,22 +573,32 @@ class ReplayApp:
             return _Refused(400, "the client left while sending the request body")
         return b"".join(parts)
 
-    async def _answer(self, request: Request, target: Route, body: bytes, user: _InUse) -> Response:
+    async def _answer(
+        self, request: Request, target: Route, body: bytes, user: _InUse, exchange: _Exchange
+    ) -> Response:
         transport = user.transport if isinstance(user, Session | _Cassette) else None
         assert transport is not None
         if isinstance(user, Session):
             user.receive(ReceivedRequest(target.endpoint, target.provider, body))
         upstream = self._upstream_request(request, target, body, _records(transport))
+        exchange.keyed = (transport, upstream)
         try:
             response = await transport.handle_async_request(upstream)
         except CassetteMissError as miss:
-            message = str(miss) + _replay_again_hint(transport, upstream)
+            # recorded, and every recorded answer played already; else never recorded
+            used_up = isinstance(transport, CassetteTransport) and bool(
+                transport.cassette.by_key.get(_request_key(transport, upstream))
+            )
+            exchange.outcome = "used up" if used_up else "missed"
+            message = str(miss) + (_REPLAY_AGAIN_HINT if used_up else "")
             return self._provider_error(target.provider, 404, "not_found_error", message)
         except ScriptExhaustedError as exhausted:
+            exchange.outcome = "used up"
             return self._provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
             return self._provider_error(target.provider, 400, "invalid_request_error", str(error))
         except http_errors() as error:  # recording, and the provider cannot be reached
+            exchange.outcome = "failed"
             return _provider_error(
                 target.provider,
                 502,
@@ -453,6 +612,10 @@ class ReplayApp:
             if name.lower() not in _HOP_BY_HOP
         }
         in_memory = response.is_stream_consumed or isinstance(response.stream, ChunkStream)
+        if isinstance(transport, ScriptTransport):
+            exchange.outcome = "scripted"
+        else:  # a recording relays the provider's answer as it arrives
+            exchange.outcome = "replayed" if in_memory else "recorded"
         if in_memory and not _is_event_stream(response):
             # A replayed or scripted JSON answer is already whole in memory and nothing is
             # recorded: it goes out in one write, with its length. An event stream is always
@@ -508,9 +671,14 @@ class ReplayApp:
         return known
 
     def _cassette(
-        self, path: Path, mode: RecordMode, provider: Provider | None = None
+        self,
+        path: Path,
+        mode: RecordMode,
+        provider: Provider | None = None,
+        identical_requests: IdenticalRequests | None = None,
+        pace: str | float | None = None,
     ) -> CassetteTransport:
-        return CassetteTransport(
+        return _KeyedCassetteTransport(
             path,
             mode=mode,
             inner=self._upstream,
@@ -518,6 +686,8 @@ class ReplayApp:
             allow_repeats=self.config.allow_repeats,
             run_id=self.run_id,
             keep_when_idle=True,
+            identical_requests=identical_requests or self.config.identical_requests,
+            pace=self.config.pace if pace is None else pace,
         )
 
     def _mode_for(self, path: Path, mode: RecordMode) -> RecordMode:
@@ -538,9 +708,10 @@ class ReplayApp:
 
     async def _close_idle(self, held: OrderedDict[Any, Any], limit: int) -> None:
         """Close the longest idle of `held` (sessions or cassettes) until at most `limit` are
-        open; one a request is using is never closed. Recordings are saved as they close."""
+        open; one a request is using is never closed, nor the one just opened (the last), which
+        its request is about to use. Recordings are saved as they close."""
         excess = len(held) - limit
-        for name, user in list(held.items()):
+        for name, user in list(held.items())[:-1]:
             if excess <= 0:
                 return
             if user.active or getattr(user, "attached", False):
@@ -554,6 +725,7 @@ class ReplayApp:
                     if cassette is not user
                 }
             await _closed(user.transport)
+            self._tally(user.transport)
 
     def _upstream_request(
         self, request: Request, target: Route, body: bytes, recording: bool
@@ -580,19 +752,49 @@ class ReplayApp:
     def _provider_error(
         self, provider: Provider, status: int, error_type: str, message: str
     ) -> Response:
-        """`_provider_error` for a message that may name a cassette file: clients see its name
-        inside the cassettes folder, never where the folder is on the server."""
-        return _provider_error(provider, status, error_type, self._hidden_paths(message))
+        """`_provider_error` for a message that may name a cassette file or an option (see
+        `_for_client`)."""
+        return _provider_error(provider, status, error_type, self._for_client(message))
+
+    def _for_client(self, message: str) -> str:
+        """`message` as a client reads it: a cassette by its name inside the cassettes folder,
+        never where the folder is on the server, and options as `harness serve` flags."""
+        return _cli_spelling(self._hidden_paths(message))
 
     def _hidden_paths(self, message: str) -> str:
-        for folder in {str(self._root), os.path.abspath(self.config.cassettes)}:
+        # the longer first: one may hold the other (a symlinked folder inside its target)
+        folders = {str(self._root), os.path.abspath(self.config.cassettes)}
+        for folder in sorted(folders, key=len, reverse=True):
             message = message.replace(folder + os.sep, "").replace(folder, "<cassettes>")
         return message
 
-    def _route_error(self, error: RouteError) -> Response:
+    def _route_error(self, error: RouteError, exchange: _Exchange) -> Response:
+        error = self._in_session(error)
         # a refused cassette name is a bad request, not a missing cassette
+        exchange.outcome = "refused" if error.status == 400 else "invalid"
         error_type = "invalid_request_error" if error.status == 400 else "not_found_error"
         return self._provider_error(error.provider, error.status, error_type, str(error))
+
+    def _in_session(self, error: RouteError) -> RouteError:
+        """`error` for a path under an open session that ends in no endpoint: answered in the
+        error format of the provider the path names, else of the session's script, and naming
+        what the session answers (a script that has answered speaks its provider's endpoints
+        alone; one that has not, and a cassette, every endpoint)."""
+        session = self.sessions.get(error.session) if error.session is not None else None
+        if session is None:
+            return error
+        transport = session.transport
+        provider, paths = error.spoken or error.provider, list(served_endpoints())
+        if isinstance(transport, ScriptTransport):
+            provider = error.spoken or transport.provider
+            if transport.requests:
+                paths = [endpoint.path for endpoint in _spec(transport.provider).endpoints]
+        played = "a script" if isinstance(transport, ScriptTransport) else "a cassette"
+        listed = paths[0] if len(paths) == 1 else f"{', '.join(paths[:-1])} and {paths[-1]}"
+        return RouteError(
+            f"{error}; session {session.id!r} plays {played} and answers POST {listed}",
+            provider=provider,
+        )
 
     # -- control --------------------------------------------------------------------------------
 
@@ -600,8 +802,8 @@ class ReplayApp:
         return _control_error(
             404,
             f"no control endpoint {request.method} {request.url.path}: the control API is "
-            f"GET {CONTROL_PREFIX}/health, POST {CONTROL_PREFIX}/sessions and "
-            f"GET or DELETE {CONTROL_PREFIX}/sessions/<id>",
+            f"GET {CONTROL_PREFIX}/health, GET {CONTROL_PREFIX}/cassettes, "
+            f"POST {CONTROL_PREFIX}/sessions and GET or DELETE {CONTROL_PREFIX}/sessions/<id>",
         )
 
     async def health(self, request: Request) -> Response:
@@ -621,8 +823,11 @@ class ReplayApp:
             )
             return _control_error(400, f"invalid session: {problems}")
         except (RouteError, ServeRefusedError, HarnessError) as error:
-            return _control_error(getattr(error, "status", 400), self._hidden_paths(str(error)))
+            return _control_error(getattr(error, "status", 400), self._for_client(str(error)))
         self.sessions[session.id] = session
+        exchange = request.scope.get(_EXCHANGE_SCOPE_KEY)
+        if isinstance(exchange, _Exchange):
+            exchange.session, exchange.cassette = session.id, session.cassette
         await self._close_idle(self.sessions, self.limits.max_sessions)
         base = str(request.base_url).rstrip("/") + f"/s/{session.id}"
         return JSONResponse(
@@ -651,9 +856,18 @@ class ReplayApp:
             assert spec.cassette is not None
             mode = self._session_mode(spec.record_mode)
             path = cassette_path(self.config.cassettes, spec.cassette)
-            transport = self._cassette(path, self._mode_for(path, mode))
+            transport = self._cassette(
+                path,
+                self._mode_for(path, mode),
+                identical_requests=spec.identical_requests,
+                pace=spec.pace,
+            )
         return Session(
-            identifier, transport, spec.output_tool, keep=self.limits.max_session_requests
+            identifier,
+            transport,
+            spec.output_tool,
+            keep=self.limits.max_session_requests,
+            cassette=spec.cassette,
         )
 
     def _session_mode(self, requested: RecordMode | None) -> RecordMode:
@@ -680,19 +894,46 @@ class ReplayApp:
             del self.sessions[identifier]
             await session.idle()
             await _closed(session.transport)
+            self._tally(session.transport)
             return JSONResponse({"id": identifier, "deleted": True})
         return JSONResponse(session.report())
+
+    async def list_cassettes(self, request: Request) -> Response:
+        """Every cassette open now, for its `/c/` URL or a session, with what was played."""
+        served = [
+            served_cassette(name, cassette.transport)
+            for cassette in self.cassettes.values()
+            if (name := cassette_name(cassette.path, self._root)) is not None
+        ]
+        served.extend(
+            served_cassette(session.cassette, session.transport, session.id)
+            for session in self.sessions.values()
+            if session.cassette is not None and isinstance(session.transport, CassetteTransport)
+        )
+        served.sort(key=lambda cassette: (cassette.name, cassette.session or ""))
+        return JSONResponse(CassetteListing(cassettes=served).model_dump(mode="json"))
+
+    def _tally(self, transport: CassetteTransport | ScriptTransport) -> None:
+        """Count what a cassette transport played before it closes, for the shutdown summary."""
+        if isinstance(transport, CassetteTransport):
+            name = cassette_name(transport.path, self._root)
+            if name is not None:
+                self._usage.add(name, transport)
 
     def attach(self, session: Session) -> None:
         """Serve `session`, whose caller ends it (see `ReplayServer.attach`)."""
         session.attached = True
+        if session.cassette is None and isinstance(session.transport, CassetteTransport):
+            session.cassette = cassette_name(session.transport.path.resolve(), self._root)
         self.sessions[session.id] = session
 
     def detach(self, session: Session) -> None:
         self.sessions.pop(session.id, None)
 
     async def close(self) -> None:
-        """Close every transport: recordings are saved, unplayed interactions logged.
+        """Close every transport: recordings are saved, and the interactions no client played
+        over the server's life are printed to stderr, one line per cassette (nothing when every
+        one was played).
 
         `aclose`, on the server's loop: a recording reaches the provider through async
         connections, which the sync `close` leaves open.
@@ -702,10 +943,14 @@ class ReplayApp:
             *(session.transport for session in self.sessions.values() if not session.attached),
         ]:
             await transport.aclose()
+            self._tally(transport)  # after: an answer left unfinished is recorded as it closes
         await self._upstream.shutdown()
         self.cassettes.clear()
         self._by_name.clear()
         self.sessions.clear()
+        never_played = self._usage.never_played()
+        if never_played:
+            sys.stderr.write("".join(f"{line}\n" for line in never_played))
 
 
 async def _closed(transport: CassetteTransport | ScriptTransport) -> None:
@@ -795,21 +1040,79 @@ def _records(transport: CassetteTransport | ScriptTransport) -> TypeGuard[Casset
     return isinstance(transport, CassetteTransport) and transport.recording
 
 
-def _replay_again_hint(
-    transport: CassetteTransport | ScriptTransport, request: httpx2.Request
-) -> str:
-    """For a request whose recorded answers were all played, how to play them again through the
-    server (the miss message's own advice, `allow_repeats`, is not a server setting)."""
-    if not isinstance(transport, CassetteTransport) or not transport.cassette.by_key.get(
-        transport.key_for(request)
-    ):
-        return ""
-    return (
-        "\nThrough harness serve, each recorded answer is played once per /c/<cassette> URL "
-        "(until the server restarts) and once per session: for repeated runs, open a session "
-        f'per run with POST {CONTROL_PREFIX}/sessions {{"cassette": "<name>"}}, which plays the '
-        "cassette from its start."
+_REPLAY_AGAIN_HINT: Final = (
+    "\nThrough harness serve, each recorded answer is played once per /c/<cassette> URL "
+    "(until the server restarts) and once per session: for repeated runs, open a session "
+    f'per run with POST {CONTROL_PREFIX}/sessions {{"cassette": "<name>"}}, which plays the '
+    "cassette from its start."
+)
+"""Added to the message of a request whose recorded answers were all played."""
+
+_CLI_SPELLINGS: Final = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bSet allow_repeats=True\b", "Start harness serve with --allow-repeats"),
+        (r"\ballow_repeats=True\b", "--allow-repeats"),
+        (
+            r"\bload it with allow_tampered=True to inspect it\b",
+            "list its problems with harness cassettes verify",
+        ),
+        (r"\bin record mode '(\w+)'", r"with --record-mode \1"),
+        (r"\brecord mode is '(\w+)'", r"--record-mode is \1"),
+        (r"\brecord mode '(\w+)', '(\w+)' or '(\w+)'", r"--record-mode \1, \2 or \3"),
+        (
+            r"\brecord mode '(\w+)' appends the new interaction, '(\w+)'",
+            r"--record-mode \1 appends the new interaction, --record-mode \2",
+        ),
+        (r"\brecord mode '(\w+)'", r"--record-mode \1"),
     )
+)
+"""The cassette library's messages name its options as a Python caller passes them
+(`allow_repeats=True`, `record mode 'all'`); a client of the server reads them as the server's
+command-line options, which are what its operator types."""
+
+
+def _cli_spelling(message: str) -> str:
+    """`message` with the cassette library's Python option spellings as `harness serve` flags."""
+    for pattern, replacement in _CLI_SPELLINGS:
+        message = pattern.sub(replacement, message)
+    return message
+
+
+_EXCHANGE_SCOPE_KEY: Final = "harness.exchange"
+_CONTROL_REFUSALS: Final = frozenset({401, 403, 408, 413})
+"""Control statuses that are a limit's or the server's rights' refusal."""
+
+
+def _describe_route(path: str, exchange: _Exchange) -> None:
+    """The provider, endpoint and session of a request refused before it was routed."""
+    try:
+        target = route(path)
+    except RouteError:
+        return
+    exchange.provider = target.provider
+    exchange.endpoint = target.endpoint
+    if target.kind == "session":
+        exchange.session = target.name
+
+
+def _control_endpoint(method: str, path: str) -> tuple[str, str | None]:
+    """A control call as the request log names it (its method and route), and the session it
+    is about."""
+    sessions = f"{CONTROL_PREFIX}/sessions"
+    if path.startswith(f"{sessions}/"):
+        return f"{method} {sessions}/<id>", path.removeprefix(f"{sessions}/")
+    if path in (sessions, f"{CONTROL_PREFIX}/cassettes"):
+        return f"{method} {path}", None
+    return f"{method} {CONTROL_PREFIX}/...", None
+
+
+def _control_outcome(status: int) -> Outcome:
+    if status < 400:
+        return "control"
+    if status in _CONTROL_REFUSALS:
+        return "refused"
+    return "invalid" if status < 500 else "failed"
 
 
 def _not_a_json_object(body: bytes) -> str | None:

@@ -15,7 +15,14 @@ from pathlib import Path, PurePosixPath
 from typing import Final, Literal
 
 from harness.errors import HarnessError
-from harness.providers import BUILT_IN, Provider, ProviderSpec, provider_of, served_endpoints
+from harness.providers import (
+    BUILT_IN,
+    Provider,
+    ProviderSpec,
+    detect_provider,
+    provider_of,
+    served_endpoints,
+)
 
 ENDPOINTS: Final[dict[str, Provider]] = {
     endpoint.path: name for name, spec in BUILT_IN.items() for endpoint in spec.endpoints
@@ -39,14 +46,27 @@ def _endpoint_pattern(endpoints: Mapping[str, ProviderSpec]) -> re.Pattern[str]:
 
 class RouteError(HarnessError, ValueError):
     """A request path names no cassette, session or provider endpoint the server serves, or a
-    cassette outside the cassettes folder. `status` is the HTTP status it is answered with."""
+    cassette outside the cassettes folder. `status` is the HTTP status it is answered with;
+    `provider` the provider whose error format it is answered in. For a path under a session
+    that ends in no endpoint, `session` is the session's id and `spoken` the provider the path
+    names by its ending (`/v1/embeddings` is OpenAI's), if any."""
 
     code = "serve_route_invalid"
 
-    def __init__(self, message: str, *, status: int = 404, provider: Provider = "openai") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 404,
+        provider: Provider = "openai",
+        session: str | None = None,
+        spoken: Provider | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.provider = provider
+        self.session = session
+        self.spoken = spoken
 
 
 @dataclass(frozen=True)
@@ -81,9 +101,14 @@ def route(path: str) -> Route:
     endpoints = served_endpoints()
     found = _endpoint_pattern(endpoints).search(rest)
     if found is None or found.start() == 0:
+        # answered in the error format of the SDK that called, when the path names one
+        spoken = detect_provider(path)
         raise RouteError(
             f"no provider endpoint at the end of {_shown(path)}; the server speaks "
-            f"{', '.join(endpoints)} after the {kind} name"
+            f"{', '.join(endpoints)} after the {kind} name",
+            provider=spoken or "openai",
+            session=rest.split("/", 1)[0] if kind == "session" else None,
+            spoken=spoken,
         )
     # Only trailing slashes go: a leading one makes an absolute name, which `cassette_path`
     # refuses rather than reading it as a name inside the folder.

@@ -20,6 +20,8 @@ import httpx2
 import uvicorn
 
 from harness.cassettes import CassetteTransport, RecordMode
+from harness.cassettes.cassette import IdenticalRequests
+from harness.cassettes.pacing import parse_pace
 from harness.errors import HarnessError, IllegalArgumentException
 from harness.files import write_atomically
 from harness.llm.script import ScriptedReply, ScriptTransport
@@ -33,6 +35,7 @@ from harness.serve.app import (
     Session,
 )
 from harness.serve.limits import ServeLimits, bounded_connection
+from harness.serve.request_log import LogFormat
 
 STARTUP_SECONDS: Final = 30.0
 
@@ -170,15 +173,21 @@ class ReplayServer:
         environ: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        identical_requests: IdenticalRequests | None = None,
+        log_format: LogFormat | None = None,
+        pace: str | float | None = None,
     ) -> None:
         self.config = ServeConfig(
             cassettes=Path(cassettes),
             record_mode=RecordMode.parse(record_mode),
             allow_repeats=allow_repeats,
+            identical_requests=identical_requests,
+            pace=parse_pace(pace),
             allow_session_record=allow_session_record,
             control_token=control_token,
             limits=limits or ServeLimits(),
             environ=dict(environ or {}),
+            log_format=log_format,
         )
         check_exposure(host, self.config)
         self._listener = bind(host, port)
@@ -206,7 +215,8 @@ class ReplayServer:
         self.stop()
 
     def stop(self) -> None:
-        """Stop serving; recordings are saved as the transports close."""
+        """Stop serving; recordings are saved as the transports close, and the interactions no
+        client played are printed to stderr, one line per cassette."""
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(STARTUP_SECONDS)

@@ -250,8 +250,8 @@ def test_an_unknown_cassette_is_the_sdks_not_found_error_saying_how_to_record_it
     assert failed.error is not None
     assert failed.error.typed == "NotFoundError"
     message = (failed.error.body if provider == "openai" else failed.error.body["error"])["message"]
-    assert "no/such-cassette.json does not exist and record mode is 'none'" in message
-    assert "record it with record mode 'once', 'new_episodes' or 'all'" in message
+    assert "no/such-cassette.json does not exist and --record-mode is none" in message
+    assert "record it with --record-mode once, new_episodes or all" in message
     assert_still_serves(replaying, site)
 
 

@@ -16,13 +16,8 @@ import copy
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl
@@ -46,6 +41,7 @@ from tests.support.fake_provider import (
     serve,
 )
 from tests.support.node import NodeCall, NodeMethod, NodeResult, NodeSdks, install_packages
+from tests.support.serve_process import harness_serve
 
 pytestmark = pytest.mark.subprocess
 
@@ -423,49 +419,6 @@ def test_every_corpus_cassette_the_server_covers_replays_through_the_node_sdks(
 # -- recording through `harness serve` with Node ---------------------------------------------------
 
 
-@contextmanager
-def harness_serve(
-    cassettes: Path, ready_file: Path, *, record_mode: str, environ: Mapping[str, str]
-) -> Iterator[str]:
-    """`harness serve` as a child process on a free port; its base URL, read from the ready file.
-    Stopped with Ctrl-C (SIGINT) as a user stops it, which saves the recordings."""
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from harness.cli import main; main()",
-            "serve",
-            f"--cassettes={cassettes}",
-            f"--record-mode={record_mode}",
-            "--port=0",
-            f"--ready-file={ready_file}",
-        ],
-        env=dict(environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not ready_file.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not ready_file.exists():
-            child.kill()
-            _, errors = child.communicate()
-            pytest.fail(f"harness serve did not start (exit {child.returncode}):\n{errors}")
-        yield ready_file.read_text(encoding="utf-8").strip()
-    finally:
-        if child.poll() is None:
-            child.send_signal(signal.SIGINT)
-        try:
-            _, errors = child.communicate(timeout=STARTUP_SECONDS)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
-            pytest.fail(f"harness serve did not stop within {STARTUP_SECONDS:g}s of Ctrl-C")
-    assert child.returncode == 0, f"harness serve exited with {child.returncode}:\n{errors}"
-
-
 def server_environ(provider: FakeProvider) -> dict[str, str]:
     """This process's environment, with the providers pointed at the fake one and the server's own
     keys."""
@@ -525,13 +478,11 @@ def test_node_records_through_harness_serve_and_replays_what_it_recorded(
     folder = tmp_path / "cassettes"
     with serve(answer_by_prompt(OUTCOMES)) as provider:
         with harness_serve(
-            folder,
-            tmp_path / "ready",
-            record_mode="once",
-            environ=server_environ(provider),
-        ) as url:
-            calls = recording_calls(url)
+            folder, "--record-mode=once", environ=server_environ(provider)
+        ) as server:
+            calls = recording_calls(server.url)
             recorded = node.run(calls)
+    assert server.process.returncode == 0, server.stderr
 
     assert len(provider.received) == len(calls)
     for request in provider.received:
@@ -551,8 +502,8 @@ def test_node_records_through_harness_serve_and_replays_what_it_recorded(
             assert interaction["request"]["headers"][credential] == PLACEHOLDER
     assert [r.error.class_name for r in recorded if r.error] == ["RateLimitError", "APIError"]
 
-    with ReplayServer(cassettes=folder) as server:
-        replayed = node.run(recording_calls(server.url))
+    with ReplayServer(cassettes=folder) as replaying:
+        replayed = node.run(recording_calls(replaying.url))
 
     assert replayed == recorded
     interactions = [

@@ -140,11 +140,18 @@ def _chat_finish_reason(answer: Answer) -> str:
     return "tool_calls" if answer.tool_calls else "stop"
 
 
-def _chat_usage(answer: Answer) -> dict[str, int]:
+def _chat_usage(answer: Answer) -> dict[str, Any]:
     return {
         "prompt_tokens": answer.input_tokens,
         "completion_tokens": answer.output_tokens,
         "total_tokens": answer.input_tokens + answer.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 
@@ -154,6 +161,7 @@ def _chat_envelope(model: str, obj: str, choices: list[dict[str, Any]]) -> dict[
         "object": obj,
         "created": CREATED,
         "model": model,
+        "service_tier": "default",
         "system_fingerprint": "fp_fake",
         "choices": choices,
     }
@@ -167,8 +175,9 @@ def openai_chat_reply(
     answer: Answer, *, model: str = "gpt-4o-mini", stream: bool = False, usage_chunk: bool = False
 ) -> Reply:
     """`answer` as a `chat.completion`, or as `chat.completion.chunk` events ending in
-    `data: [DONE]` (with a final usage chunk when the request set
-    `stream_options.include_usage`)."""
+    `data: [DONE]`. When the request set `stream_options.include_usage`, every chunk carries
+    `usage: null` and a last chunk with no choices carries the usage. The first chunk gives the
+    role; a reply that starts with a tool call opens with it (`content: null`)."""
     finish = _chat_finish_reason(answer)
     if not stream:
         message: dict[str, Any] = {
@@ -187,22 +196,26 @@ def openai_chat_reply(
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-        return sse(_chat_envelope(model, "chat.completion.chunk", [choice]))
+        envelope = _chat_envelope(model, "chat.completion.chunk", [choice])
+        return sse({**envelope, "usage": None} if usage_chunk else envelope)
 
-    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    events += [chunk({"content": piece}) for piece in pieces(answer.text)]
+    deltas: list[dict[str, Any]] = [{"content": piece} for piece in pieces(answer.text)]
     for index, call in enumerate(answer.tool_calls):
         opening = {
             "id": call.id,
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
-        events.append(chunk({"tool_calls": [{"index": index, **opening}]}))
-        events += [
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        deltas.append({"tool_calls": [{"index": index, **opening}]})
+        deltas += [
+            {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
             for piece in pieces(_chat_function(call)["arguments"])
         ]
-    events.append(chunk({}, finish))
+    if answer.tool_calls and not answer.text:
+        first = {"role": "assistant", "content": None, **deltas.pop(0), "refusal": None}
+    else:
+        first = {"role": "assistant", "content": "", "refusal": None}
+    events = [chunk(first), *(chunk(delta) for delta in deltas), chunk({}, finish)]
     if usage_chunk:
         usage = {**_chat_envelope(model, "chat.completion.chunk", []), "usage": _chat_usage(answer)}
         events.append(sse(usage))
@@ -228,16 +241,18 @@ def openai_error_reply(error: ProviderError) -> Reply:
 
 
 def _response_items(answer: Answer) -> list[dict[str, Any]]:
+    """The output items, keys in the order OpenAI sends them; when cut off, the last item is
+    the one the token limit stopped."""
     items: list[dict[str, Any]] = []
     if answer.text:
-        text = {"type": "output_text", "text": answer.text, "annotations": [], "logprobs": []}
+        text = {"type": "output_text", "annotations": [], "logprobs": [], "text": answer.text}
         items.append(
             {
                 "id": "msg_fake1",
                 "type": "message",
-                "status": "incomplete" if answer.cut_off else "completed",
-                "role": "assistant",
+                "status": "completed",
                 "content": [text],
+                "role": "assistant",
             }
         )
     items += [
@@ -245,33 +260,46 @@ def _response_items(answer: Answer) -> list[dict[str, Any]]:
             "id": f"fc_fake{number}",
             "type": "function_call",
             "status": "completed",
+            "arguments": json.dumps(call.arguments),
             "call_id": call.id,
             "name": call.name,
-            "arguments": json.dumps(call.arguments),
         }
         for number, call in enumerate(answer.tool_calls, start=1)
     ]
+    if answer.cut_off and items:
+        items[-1]["status"] = "incomplete"
     return items
 
 
 def _response_object(answer: Answer, model: str, *, done: bool) -> dict[str, Any]:
+    """A `response` with the fields of recorded ones, in their order; the request's parameters
+    are not echoed (they keep their defaults)."""
     status = "incomplete" if answer.cut_off else "completed"
     return {
         "id": "resp_fake1",
         "object": "response",
         "created_at": CREATED,
         "status": status if done else "in_progress",
+        "background": False,
         "error": None,
         "incomplete_details": {"reason": "max_output_tokens"} if done and answer.cut_off else None,
         "instructions": None,
         "max_output_tokens": None,
+        "max_tool_calls": None,
         "model": model,
         "output": _response_items(answer) if done else [],
         "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": "default",
+        "store": True,
         "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": "auto",
         "tools": [],
+        "top_logprobs": 0,
         "top_p": 1.0,
+        "truncation": "disabled",
         "usage": {
             "input_tokens": answer.input_tokens,
             "input_tokens_details": {"cached_tokens": 0},
@@ -281,6 +309,7 @@ def _response_object(answer: Answer, model: str, *, done: bool) -> dict[str, Any
         }
         if done
         else None,
+        "user": None,
         "metadata": {},
     }
 
@@ -290,37 +319,45 @@ Event = Callable[..., str]
 
 
 def _output_item_events(event: Event, index: int, item: dict[str, Any]) -> list[str]:
-    """The events that stream one Responses output item: added, its deltas, done."""
+    """The events that stream one Responses output item, in the order they are numbered: added,
+    its deltas, done."""
     place = {"item_id": item["id"], "output_index": index}
     if item["type"] == "message":
         text = item["content"][0]["text"]
-        empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        opening = {**item, "status": "in_progress", "content": []}
-        body = [
-            event("response.content_part.added", **place, content_index=0, part=empty),
-            *(
-                event(
-                    "response.output_text.delta", **place, content_index=0, delta=piece, logprobs=[]
-                )
-                for piece in pieces(text)
+        empty = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        events = [
+            event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
             ),
+            event("response.content_part.added", **place, content_index=0, part=empty),
+        ]
+        events += [
+            event("response.output_text.delta", **place, content_index=0, delta=piece, logprobs=[])
+            for piece in pieces(text)
+        ]
+        events += [
             event("response.output_text.done", **place, content_index=0, text=text, logprobs=[]),
             event("response.content_part.done", **place, content_index=0, part=item["content"][0]),
         ]
     else:
-        opening = {**item, "status": "in_progress", "arguments": ""}
-        body = [
-            *(
-                event("response.function_call_arguments.delta", **place, delta=piece)
-                for piece in pieces(item["arguments"])
-            ),
-            event("response.function_call_arguments.done", **place, arguments=item["arguments"]),
+        events = [
+            event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
         ]
-    return [
-        event("response.output_item.added", output_index=index, item=opening),
-        *body,
-        event("response.output_item.done", output_index=index, item=item),
-    ]
+        events += [
+            event("response.function_call_arguments.delta", **place, delta=piece)
+            for piece in pieces(item["arguments"])
+        ]
+        events.append(
+            event("response.function_call_arguments.done", **place, arguments=item["arguments"])
+        )
+    events.append(event("response.output_item.done", output_index=index, item=item))
+    return events
 
 
 def openai_responses_reply(
@@ -329,13 +366,15 @@ def openai_responses_reply(
     """`answer` as a `response` object, or as the Responses event stream: `response.created`,
     `response.in_progress`, per output item `output_item.added`, its text or argument deltas and
     `.done` events, `output_item.done`, then `response.completed` (`response.incomplete` when
-    cut off). Every event carries its `sequence_number`."""
+    cut off). Every event carries its `sequence_number`; its keys come as OpenAI sends them,
+    `type` first and the others in alphabetical order."""
     if not stream:
         return Reply(body=_response_object(answer, model, done=True))
     numbers = count()
 
     def event(name: str, **fields: Any) -> str:
-        return sse({"type": name, "sequence_number": next(numbers), **fields}, event=name)
+        fields["sequence_number"] = next(numbers)
+        return sse({"type": name, **dict(sorted(fields.items()))}, event=name)
 
     pending = _response_object(answer, model, done=False)
     events = [

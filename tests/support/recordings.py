@@ -5,6 +5,11 @@ Live providers are not reachable from CI, so these recordings go through the loo
 it would send to the real provider. A test re-records each into a temporary folder and compares
 it with the committed file: a change in what the harness sends shows up as a failing test that
 says to re-record, never as a silent fixture drift.
+
+The cassettes under `cassettes/wire/` are recorded through `harness serve` itself (a
+`ReplayServer` recording in mode `all`, its upstream the fake provider): the Responses API asked
+by the official `openai` SDK, plain and streamed, and streamed Chat Completions runs of the
+harness's own agent. `python -m tests.support.recordings` re-records every one.
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Final
 
 import httpx2
+import openai
 from pydantic import JsonValue
 
 from harness.agent.definition import AgentDefinition, AgentTool
@@ -24,8 +31,21 @@ from harness.llm.gateway import GatewayConfig, LlmGateway, parse_provider
 from harness.llm.script import ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.decision import AgentDecisionModule
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
+from harness.providers import OPENAI
 from harness.runtimes.run import run_agent
-from tests.support.fake_provider import ReceivedRequest, Reply, serve
+from harness.serve import ReplayServer
+from tests.support.fake_provider import (
+    Answer,
+    Outcome,
+    ReceivedRequest,
+    Reply,
+    Script,
+    ToolCall,
+    answer_by_prompt,
+    reply_for,
+    serve,
+)
+from tests.support.serve_http import provider_environ
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DECISION_SEED_CASSETTE = REPOSITORY / "cassettes" / "decision" / "contract-example.json"
@@ -203,6 +223,139 @@ TRIGGERS = ("terminal_text", "max_tokens", "max_steps")
 PROVIDERS = ("openai", "anthropic")
 
 
+# -- the wire cassettes, recorded through `harness serve` -----------------------------------------
+
+RESPONSES_CASSETTE: Final = "wire/responses"
+RESPONSES_OUTCOMES: Final[dict[str, Outcome]] = {
+    "What is the capital of France?": Answer(text="The capital of France is Paris."),
+    "What is the weather in Paris?": Answer(
+        text="Let me look.",
+        tool_calls=(ToolCall(id="call_weather1", name="get_weather", arguments={"city": "Paris"}),),
+    ),
+    "Describe Paris at length.": Answer(text="Paris is the capital of France and", cut_off=True),
+}
+"""Each prompt of the Responses cassette, and what the model answers it with: text, text with a
+function call, and text cut off by `max_output_tokens`."""
+WEATHER_TOOL: Final[dict[str, Any]] = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
+CHAT_STREAM_TRIGGERS: Final = ("terminal_text", "max_tokens")
+
+
+def responses_calls() -> list[dict[str, Any]]:
+    """The `client.responses.create(...)` arguments of the Responses cassette, in order: each
+    prompt plain, then each streamed."""
+    return [
+        {
+            "model": "gpt-4o-mini",
+            "input": prompt,
+            "tools": [WEATHER_TOOL],
+            "max_output_tokens": 64,
+            "stream": stream,
+        }
+        for stream in (False, True)
+        for prompt in RESPONSES_OUTCOMES
+    ]
+
+
+def chat_stream_cassette(trigger: str) -> str:
+    return f"wire/chat-stream-{trigger.replace('_', '-')}"
+
+
+def chat_stream_agent() -> AgentDefinition:
+    """The agent of the streamed Chat Completions cassettes: `trigger_agent("openai")`,
+    streaming."""
+    return trigger_agent("openai").evolve(stream=True)
+
+
+def capital_run(trigger: str) -> Script:
+    """The fake provider's answers to a run of `chat_stream_agent()`: a search call, then prose
+    (cut off by the token limit for `max_tokens`), then, asked for the output tool alone, the
+    structured answer."""
+
+    def script(request: ReceivedRequest) -> Reply:
+        body = request.json()
+        choice = body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("function", {}).get("name") == "__finish__":
+            finish = ToolCall(id="call_finish1", name="__finish__", arguments=TRIGGER_OUTPUT)
+            return reply_for(request, Answer(tool_calls=(finish,)))
+        if not any(message.get("role") == "tool" for message in body["messages"]):
+            search = ToolCall(
+                id="call_search1", name="search", arguments={"q": "capital of France"}
+            )
+            return reply_for(request, Answer(tool_calls=(search,)))
+        if trigger == "max_tokens":
+            return reply_for(request, Answer(text="The capital of France is Pa", cut_off=True))
+        return reply_for(request, Answer(text="The capital of France is Paris."))
+
+    return script
+
+
+def record_responses(folder: Path) -> Path:
+    """Record `responses_calls()`, made with the official `openai` SDK through `harness serve`,
+    into `<folder>/wire/responses.json`."""
+    with (
+        serve(answer_by_prompt(RESPONSES_OUTCOMES)) as provider,
+        ReplayServer(
+            folder, record_mode="all", environ=provider_environ(provider.base_url)
+        ) as server,
+        openai.OpenAI(
+            base_url=server.cassette_url(RESPONSES_CASSETTE, "openai"),
+            api_key="sk-test-recording-key",
+            max_retries=0,
+        ) as client,
+    ):
+        for call in responses_calls():
+            answer = client.responses.create(**call)
+            if call["stream"]:
+                for _ in answer:
+                    pass
+    return folder / f"{RESPONSES_CASSETTE}.json"
+
+
+def record_chat_stream(trigger: str, folder: Path) -> RunResult:
+    """Record one streamed run of `chat_stream_agent()` that enters forced completion through
+    `trigger`, the harness's gateway calling `harness serve`, into
+    `<folder>/wire/chat-stream-<trigger>.json`."""
+    name = chat_stream_cassette(trigger)
+    with (
+        serve(capital_run(trigger)) as provider,
+        ReplayServer(
+            folder, record_mode="all", environ=provider_environ(provider.base_url)
+        ) as server,
+    ):
+        config = GatewayConfig(
+            provider="openai",
+            base_url=OPENAI.server_root(server.cassette_url(name, "openai")),
+            api_key="sk-test-recording-key",
+        )
+        return run_agent(
+            chat_stream_agent(),
+            LlmGateway(config),
+            user_message="What is the capital of France?",
+            run_id=f"chat-stream-{trigger}",
+            session_id="session-capital",
+        )
+
+
+def record_wire_cassettes(folder: Path) -> list[Path]:
+    """Record every cassette of `cassettes/wire/` into `<folder>/wire/`."""
+    written = [record_responses(folder)]
+    for trigger in CHAT_STREAM_TRIGGERS:
+        record_chat_stream(trigger, folder)
+        written.append(folder / f"{chat_stream_cassette(trigger)}.json")
+    return written
+
+
 def record_all() -> list[Path]:
     record_decision_seed(DECISION_SEED_CASSETTE)
     written = [DECISION_SEED_CASSETTE]
@@ -211,6 +364,7 @@ def record_all() -> list[Path]:
             path = trigger_cassette(trigger, provider)
             record_trigger(trigger, provider, path)
             written.append(path)
+    written.extend(record_wire_cassettes(REPOSITORY / "cassettes"))
     return written
 
 

@@ -26,7 +26,10 @@ def record_streamed_answer(folder: Path, name: str = "capital") -> bytes:
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=stream)
 
     transport = CassetteTransport(
-        folder / f"{name}.json", mode="all", inner=httpx2.MockTransport(provider)
+        folder / f"{name}.json",
+        mode="all",
+        inner=httpx2.MockTransport(provider),
+        identical_requests="separate",  # one answer, served once unless repeats are allowed
     )
     with httpx2.Client(base_url="https://api.openai.com/v1", transport=transport) as client:
         client.post("/chat/completions", json=CAPITAL_REQUEST).raise_for_status()
