@@ -50,8 +50,15 @@ def structural_diff(old: Any, new: Any, path: str = "$") -> Iterator[str]:
                 min(len(old), len(new)),
             )
             yield f"{path}: {_window(old, first)} -> {_window(new, first)}"
+    elif _is_number(old) and _is_number(new):
+        if old != new:  # numbers are keyed by value: `1` and `1.0` are the same number
+            yield f"{path}: {_short(old)} -> {_short(new)}"
     elif old != new or type(old) is not type(new):
         yield f"{path}: {_short(old)} -> {_short(new)}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def explain_miss(

@@ -173,3 +173,11 @@ def test_the_repository_cassettes_still_verify_and_replay(tmp_path: Path) -> Non
                     request.url, content=request.body_bytes(), headers=request.headers
                 )
                 assert sent.status_code == interaction.response.status
+
+
+def test_a_miss_diagnosis_reads_numbers_by_value_too() -> None:
+    from harness.cassettes.diff import structural_diff
+
+    assert list(structural_diff({"t": 1, "n": [2.0]}, {"t": 1.0, "n": [2]})) == []
+    assert list(structural_diff({"t": 1}, {"t": 1.5})) == ["$.t: 1 -> 1.5"]
+    assert list(structural_diff({"t": True}, {"t": 1})) == ["$.t: true -> 1"]

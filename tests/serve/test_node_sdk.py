@@ -600,3 +600,115 @@ def test_without_node_the_tests_skip_and_under_ci_they_fail(
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match=r"node is not on PATH.*under CI"):
         NodeSdks.installed()
+
+
+# -- Node records, Python replays ------------------------------------------------------------------
+
+CROSS_LANGUAGE: Final[list[tuple[str, bool]]] = [
+    (endpoint, stream)
+    for endpoint in ("/v1/chat/completions", "/v1/messages")
+    for stream in (False, True)
+]
+
+
+def cross_language_body(endpoint: str, *, stream: bool) -> dict[str, Any]:
+    """A request with `temperature` 1: JavaScript sends `1`, the Python SDKs `1.0`."""
+    body: dict[str, Any] = {
+        "model": "gpt-4o-mini" if endpoint == "/v1/chat/completions" else "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "text"}],
+        "temperature": 1,
+        "stream": stream,
+    }
+    return body
+
+
+def node_text(endpoint: str, result: NodeResult) -> str:
+    if endpoint == "/v1/chat/completions":
+        if result.events is None:
+            return str(result.response["choices"][0]["message"]["content"])
+        return "".join(
+            event["choices"][0]["delta"].get("content") or ""
+            for event in result.events
+            if event.get("choices")
+        )
+    if result.events is None:
+        return "".join(block["text"] for block in result.response["content"])
+    return "".join(
+        event["delta"]["text"]
+        for event in result.events
+        if event.get("type") == "content_block_delta" and event["delta"].get("type") == "text_delta"
+    )
+
+
+def python_text(server: ReplayServer, endpoint: str, *, stream: bool) -> str:
+    """The same request through the official Python SDK, `temperature=1.0` as Python sends it."""
+    import anthropic
+    import openai
+
+    body = cross_language_body(endpoint, stream=stream)
+    body["temperature"] = 1.0
+    if endpoint == "/v1/chat/completions":
+        chat = openai.OpenAI(
+            base_url=server.cassette_url("node-python", "openai"), api_key="k", max_retries=0
+        )
+        if not stream:
+            return chat.chat.completions.create(**body).choices[0].message.content or ""
+        return "".join(
+            chunk.choices[0].delta.content or ""
+            for chunk in chat.chat.completions.create(**body)
+            if chunk.choices
+        )
+    messages = anthropic.Anthropic(
+        base_url=server.cassette_url("node-python", "anthropic"),
+        api_key="k",
+        max_retries=0,
+        default_headers=version_header(endpoint),  # the version Node sent
+    )
+    # this SDK release takes no `temperature` argument: sent as the SDK sends any extra member
+    body["extra_body"] = {"temperature": body.pop("temperature")}
+    if not stream:
+        reply = messages.messages.create(**body)
+        return "".join(block.text for block in reply.content if block.type == "text")
+    return "".join(
+        event.delta.text
+        for event in messages.messages.create(**body)
+        if event.type == "content_block_delta" and event.delta.type == "text_delta"
+    )
+
+
+def test_what_node_records_replays_to_the_python_sdks(node: NodeSdks, tmp_path: Path) -> None:
+    """Node records `temperature: 1`; the Python SDKs send `1.0`: one request key (numbers are
+    keyed by value), plain and streamed, both providers."""
+    with serve(answer_by_prompt(OUTCOMES)) as provider:
+        environ = {
+            "OPENAI_BASE_URL": f"{provider.base_url}/v1",
+            "OPENAI_API_KEY": SERVER_KEYS["openai"],
+            "ANTHROPIC_BASE_URL": provider.base_url,
+            "ANTHROPIC_API_KEY": SERVER_KEYS["anthropic"],
+        }
+        with ReplayServer(cassettes=tmp_path, record_mode="once", environ=environ) as server:
+            recorded = node.run(
+                [
+                    NodeCall(
+                        provider=ENDPOINTS[endpoint],
+                        base_url=server.cassette_url("node-python", ENDPOINTS[endpoint]),
+                        method="chat.completions.create"
+                        if endpoint == "/v1/chat/completions"
+                        else "messages.create",
+                        params=cross_language_body(endpoint, stream=stream),
+                        headers=version_header(endpoint),
+                    )
+                    for endpoint, stream in CROSS_LANGUAGE
+                ]
+            )
+    assert [result.error for result in recorded] == [None] * len(CROSS_LANGUAGE)
+    written = (tmp_path / "node-python.json").read_text(encoding="utf-8")
+    assert '"temperature": 1,' in written
+    assert '"temperature": 1.0' not in written
+
+    with ReplayServer(cassettes=tmp_path) as server:
+        for (endpoint, stream), result in zip(CROSS_LANGUAGE, recorded, strict=True):
+            expected = node_text(endpoint, result)
+            assert expected
+            assert python_text(server, endpoint, stream=stream) == expected, (endpoint, stream)
