@@ -697,7 +697,7 @@ def test_what_node_records_replays_to_the_python_sdks(node: NodeSdks, tmp_path: 
                         if endpoint == "/v1/chat/completions"
                         else "messages.create",
                         params=cross_language_body(endpoint, stream=stream),
-                        headers=version_header(endpoint),
+                        headers={**version_header(endpoint)},
                     )
                     for endpoint, stream in CROSS_LANGUAGE
                 ]
