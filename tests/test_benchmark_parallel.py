@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks.parallel_run import main
 
+pytestmark = pytest.mark.subprocess  # the benchmark starts processes of its own
+
 
 @pytest.mark.subprocess
 def test_a_small_run_reports_every_mode_and_the_verdict(capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,6 +30,8 @@ from benchmarks.serve_load import (
 from harness.serve import ReplayServer
 from harness.sse import parse_sse
 
+pytestmark = pytest.mark.subprocess  # the benchmark starts processes of its own
+
 
 def test_each_stream_is_twenty_chat_completion_chunks_that_rebuild_the_answer() -> None:
     traffic = build_stream_traffic()

@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks.serve_memory import main
 
+pytestmark = pytest.mark.subprocess  # the benchmark starts processes of its own
+
 
 @pytest.mark.subprocess
 def test_a_small_run_prints_both_servers_and_the_verdict(

@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks.startup import main
 
+pytestmark = pytest.mark.subprocess  # the benchmark starts processes of its own
+
 
 @pytest.mark.subprocess
 def test_a_short_run_prints_the_time_the_verdict_and_the_imports(
