@@ -381,24 +381,13 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
     if wanted.tools is not None:
         fields.append(("tools", wanted.tools, list(request.tool_names())))
     if wanted.tool_choice is not None:
-        choice = request.tool_choice
-        shown = choice.name if isinstance(choice, NamedToolChoice) else choice
-        fields.append(("tool_choice", wanted.tool_choice, shown))
+        fields.append(("tool_choice", wanted.tool_choice, shown_tool_choice(request)))
     if wanted.reasoning is not None:
-        reasoning = request.reasoning
-        shown_reasoning = (
-            "unset"
-            if reasoning is None
-            else "disabled"
-            if isinstance(reasoning, ReasoningDisabled)
-            else reasoning.effort
-            if isinstance(reasoning, ReasoningEffort)
-            else str(reasoning)
-        )
-        if observed.reasoning_unsent and reasoning is None:
+        reasoning = shown_reasoning(observed)
+        if observed.reasoning_unsent and request.reasoning is None:
             # on the wire, disabled reasoning and unset reasoning are the same: nothing is sent
-            shown_reasoning = "disabled" if wanted.reasoning == "disabled" else "unset"
-        fields.append(("reasoning", wanted.reasoning, shown_reasoning))
+            reasoning = "disabled" if wanted.reasoning == "disabled" else "unset"
+        fields.append(("reasoning", wanted.reasoning, reasoning))
     if wanted.system_fragments is not None:
         fields.append(("system_fragments", wanted.system_fragments, list(observed.fragments)))
     if wanted.memory_injected is not None:
@@ -422,6 +411,22 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
     if wanted.absent_text is not None:
         fields.append(("absent_text", wanted.absent_text, text))
     return fields
+
+
+def shown_tool_choice(request: LlmRequest) -> str:
+    """A request's tool choice as a scenario names it: `auto`, `required`, `none` or the tool."""
+    choice = request.tool_choice
+    return choice.name if isinstance(choice, NamedToolChoice) else str(choice)
+
+
+def shown_reasoning(observed: ObservedRequest) -> str:
+    """A request's reasoning as a scenario names it: `unset`, `disabled` or the effort."""
+    reasoning = observed.request.reasoning
+    if reasoning is None:
+        return "unset"
+    if isinstance(reasoning, ReasoningDisabled):
+        return "disabled"
+    return str(reasoning.effort)
 
 
 def _field_matches(field: str, expected: Any, actual: Any) -> bool:

@@ -10,7 +10,6 @@ cell and every difference between the two answers and their traffic is reported 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
@@ -31,7 +30,6 @@ from harness.agent.prompt import (
     work_fragments,
 )
 from harness.cassettes import CassetteTransport
-from harness.cassettes.diff import structural_diff
 from harness.errors import HarnessError
 from harness.lazy import ReadOnDemand
 from harness.llm.adapters import adapter_for
@@ -39,6 +37,7 @@ from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import ScriptTransport
 from harness.providers import Provider
 from harness.scenarios import build
+from harness.scenarios.contract import answer_differences, request_differences
 from harness.scenarios.detail import CellDetail, target_detail
 from harness.scenarios.expect import (
     AgentObservation,
@@ -235,7 +234,7 @@ class TargetRunner:
             mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
         result.mismatches.extend(mismatches)
         result.skipped_expectations.extend(skipped)
-        return _Observed(reply, calls)
+        return _Observed(reply, calls, _wire_reader(reply, agent))
 
     def _module(
         self,
@@ -266,14 +265,31 @@ class TargetRunner:
         return _Observed(reply, calls)
 
 
+def _module_request(request: LlmRequest) -> ObservedRequest:
+    """A module cell's wire request: no agent fragments to find in it."""
+    return ObservedRequest(
+        request=request,
+        fragments=(),
+        memory_injected=False,
+        completion_metadata=None,
+        reasoning_unsent=True,
+    )
+
+
 @dataclass(frozen=True)
 class _Observed:
     reply: AgentResult | ModuleResult
     calls: list[_Call]
+    read: Callable[[LlmRequest], ObservedRequest] = _module_request
 
     @property
     def requests(self) -> list[tuple[str, LlmRequest]]:
         return [(call.kind, call.request) for call in self.calls]
+
+    @property
+    def observed_requests(self) -> list[tuple[str, ObservedRequest]]:
+        """The requests as the expectations read them, in the order they were sent."""
+        return [(call.kind, self.read(call.request)) for call in self.calls]
 
     @property
     def answer(self) -> dict[str, Any]:
@@ -465,13 +481,20 @@ def _read_on_demand(
     return ReadOnDemand(len(calls), lambda index: read(calls[index].request), keep=True)
 
 
-def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObservation:
+def _wire_reader(reply: AgentResult, agent: Any) -> Callable[[LlmRequest], ObservedRequest]:
+    """How an agent cell's wire requests are read: the fragments, memory recall and forced
+    attempt each carried, found in its text."""
     trigger = next(
         (chunk.trigger for chunk in reply.chunks if chunk.kind == "forced_completion"), None
     )
     fragments = {fragment.name: fragment.text for fragment in work_fragments(agent)}
     fragments.update({fragment.name: fragment.text for fragment in forced_fragments(agent)})
     memory_opening = memory_message(("",)).content.split("\n", 1)[0]
+    return lambda request: _on_the_wire(request, fragments, memory_opening, trigger)
+
+
+def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObservation:
+    read = _wire_reader(reply, agent)
     counters = reply.counters
     return AgentObservation(
         status=reply.status,
@@ -483,10 +506,7 @@ def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObs
         outcome_record=reply.outcome_record.model_dump(),
         envelope=reply.envelope.model_dump(mode="json", by_alias=True),
         requests={
-            kind: _read_on_demand(
-                [call for call in calls if call.kind == kind],
-                lambda request: _on_the_wire(request, fragments, memory_opening, trigger),
-            )
+            kind: _read_on_demand([call for call in calls if call.kind == kind], read)
             for kind in ("work", "forced")
         },
         memory_extractions=counters.memory_extractions,
@@ -523,28 +543,11 @@ def _on_the_wire(
 
 # -- comparing with the reference -------------------------------------------------------------------
 
-_VOLATILE_ANSWER: Final = (("envelope", "allocationId"), ("envelope", "durationMs"))
-
 
 def _differences(reference: _Observed, observed: _Observed) -> list[str]:
-    """Every structural difference between the reference's answer and traffic and the target's
-    (`answer.chunks[0].step: 0 -> 7`: the reference's value, then the target's)."""
-    ours, theirs = _comparable(reference.answer), _comparable(observed.answer)
-    differences = list(structural_diff(ours, theirs, "answer"))
-    sent = [
-        {"kind": kind, **request.model_dump(mode="json")} for kind, request in reference.requests
+    """How the target's answer and requests differ from the reference's, on what the contract
+    defines (`harness.scenarios.contract`: `reference -> target`)."""
+    return [
+        *answer_differences(reference.answer, observed.answer),
+        *request_differences(reference.observed_requests, observed.observed_requests),
     ]
-    received = [
-        {"kind": kind, **request.model_dump(mode="json")} for kind, request in observed.requests
-    ]
-    differences.extend(structural_diff(sent, received, "requests"))
-    return differences
-
-
-def _comparable(answer: dict[str, Any]) -> dict[str, Any]:
-    copied: dict[str, Any] = json.loads(json.dumps(answer))
-    copied.pop("id", None)
-    for outer, inner in _VOLATILE_ANSWER:
-        if isinstance(copied.get(outer), dict):
-            copied[outer].pop(inner, None)
-    return copied
