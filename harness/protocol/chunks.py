@@ -13,6 +13,7 @@ from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, TypeAdapter
 
 from harness.protocol._base import WireModel
 from harness.protocol.forced import ForcedTrigger
+from harness.protocol.outcome import CanonicalStopReason
 
 StepPhase = Literal["work", "forced"]
 ForcedPhase = Literal["started", "attempt_started", "attempt_failed", "succeeded", "exhausted"]
@@ -60,7 +61,7 @@ class ApprovalChunk(WireModel):
 class StepFinishChunk(WireModel):
     kind: Literal["step_finish"] = "step_finish"
     step: NonNegativeInt
-    stop_reason: str
+    stop_reason: CanonicalStopReason
 
 
 class ForcedCompletionChunk(WireModel):

@@ -174,7 +174,7 @@ class AgentOutcome(WireModel):
 
     text: StrictStr
     final_message: StrictStr
-    stop_reason: StrictStr
+    stop_reason: CanonicalStopReason
     session_id: StrictStr
 
     @classmethod

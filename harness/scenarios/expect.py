@@ -11,7 +11,7 @@ from pydantic import JsonValue
 from harness.agent.output import output_validator
 from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
-from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled, ReasoningEffort
+from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled
 from harness.protocol.chunks import ForcedCompletionChunk, StreamChunk
 from harness.protocol.forced import ForcedCompletionState
 from harness.scenarios.format import (
