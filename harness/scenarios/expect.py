@@ -24,6 +24,16 @@ from harness.scenarios.format import (
 from harness.workflow import WorkflowResult
 
 
+class _Absent:
+    """What a mismatch shows for a member or item that is not there."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Final = _Absent()
+
+
 @dataclass(frozen=True)
 class Mismatch:
     """One `expect:` key whose expected value differs from what the run produced."""
@@ -344,19 +354,22 @@ def check_chunk_sequence(
     wanted: Sequence[ChunkExpect], chunks: Sequence[ForcedCompletionChunk]
 ) -> list[Mismatch]:
     """`chunks` must be exactly `wanted`: as many, in order, nothing between, each item's given
-    fields matching its chunk. The mismatch shows both lists, each chunk with the fields its
-    item compares (all its fields where no item faces it), so the difference is in plain view."""
+    fields matching its chunk. The mismatch names the first item that differs and its first
+    field (`chunk_sequence[3].code: expected '...', got (absent)`), or the first chunk missing or
+    left over, so the difference is in plain view however long the lists."""
     expected = [item.model_dump(exclude_none=True) for item in wanted]
     actual = [chunk.model_dump(exclude={"kind"}, exclude_none=True) for chunk in chunks]
-    if len(actual) == len(expected) and all(map(_subset, expected, actual)):
-        return []
-    shown = [
-        {key: value for key, value in chunk.items() if key in expected[index]}
-        if index < len(expected)
-        else chunk
-        for index, chunk in enumerate(actual)
-    ]
-    return [Mismatch("chunk_sequence", expected, shown)]
+    for index in range(max(len(expected), len(actual))):
+        key = f"chunk_sequence[{index}]"
+        if index >= len(actual):
+            return [Mismatch(key, expected[index], ABSENT)]
+        if index >= len(expected):
+            return [Mismatch(key, ABSENT, actual[index])]
+        for field, value in expected[index].items():
+            found = actual[index].get(field, ABSENT)
+            if found is ABSENT or not _subset(value, found):
+                return [Mismatch(f"{key}.{field}", value, found)]
+    return []
 
 
 def _check_requests(

@@ -44,7 +44,9 @@ class LoadedScenario:
     expect_lines: dict[str, int]
 
     def line_of(self, key: str) -> int:
-        return self.expect_lines.get(key.split(".")[0], self.line)
+        """The line of the `expect:` key a mismatch names (`chunk_sequence[3].code` is on the
+        line of `chunk_sequence`), else the scenario's."""
+        return self.expect_lines.get(key.split(".")[0].split("[")[0], self.line)
 
     @property
     def folder(self) -> Path:

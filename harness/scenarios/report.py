@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.json_body import JsonFileError, read_json_file
+from harness.scenarios.expect import ABSENT
 from harness.scenarios.run import CellResult
 from harness.scrub import Scrubber, environment_scrubber, redact
 
@@ -345,6 +346,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _short(value: Any, limit: int = 300) -> str:
+    if value is ABSENT:
+        return repr(value)
     text = (
         json.dumps(value, ensure_ascii=False, default=repr)
         if not isinstance(value, str)

@@ -12,7 +12,7 @@ from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES
 from harness.protocol.chunks import ForcedCompletionChunk
 from harness.scenarios import RunOptions, ScenarioFileError, load_scenarios, run_scenario
 from harness.scenarios.build import agent_definition
-from harness.scenarios.expect import Mismatch, check_chunk_sequence
+from harness.scenarios.expect import ABSENT, Mismatch, check_chunk_sequence
 from harness.scenarios.format import ChunkExpect
 from harness.scenarios.report import failure_lines
 
@@ -92,27 +92,37 @@ def test_the_exact_chunk_sequence_passes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "items",
+    ("items", "key", "expected", "actual"),
     [
-        EXHAUSTED[:-1],  # one chunk short
-        [*EXHAUSTED, EXHAUSTED[-1]],  # exhausted twice
-        [EXHAUSTED[0], *EXHAUSTED[2:]],  # a gap: chunks may not be skipped
-        [*EXHAUSTED[:3], {**EXHAUSTED[3], "max_attempts": 2}],  # one field differs
+        # one chunk short: the chunk left over is named
+        (EXHAUSTED[:-1], "chunk_sequence[3]", ABSENT, "exhausted"),
+        # exhausted twice: the item no chunk faces is named
+        ([*EXHAUSTED, EXHAUSTED[-1]], "chunk_sequence[4]", EXHAUSTED[-1], ABSENT),
+        # a gap (chunks may not be skipped): the first item out of place, by its field
+        (
+            [EXHAUSTED[0], *EXHAUSTED[2:]],
+            "chunk_sequence[1].phase",
+            "attempt_failed",
+            "attempt_started",
+        ),
+        # one field differs
+        (
+            [*EXHAUSTED[:3], {**EXHAUSTED[3], "max_attempts": 2}],
+            "chunk_sequence[3].max_attempts",
+            2,
+            1,
+        ),
     ],
     ids=["short", "exhausted-twice", "gap", "field"],
 )
-def test_any_other_sequence_fails_showing_both_lists(
-    tmp_path: Path, items: list[dict[str, object]]
+def test_any_other_sequence_fails_naming_the_first_difference(
+    tmp_path: Path, items: list[dict[str, object]], key: str, expected: object, actual: object
 ) -> None:
     (mismatch,) = mismatches(tmp_path, AGENT + sequence_yaml(items))
-    assert mismatch.key == "chunk_sequence"
-    assert mismatch.expected == items
-    assert [chunk["phase"] for chunk in mismatch.actual] == [
-        "started",
-        "attempt_started",
-        "attempt_failed",
-        "exhausted",
-    ]
+    assert mismatch.key == key
+    assert mismatch.expected == expected
+    shown = mismatch.actual["phase"] if isinstance(mismatch.actual, dict) else mismatch.actual
+    assert shown == actual
 
 
 def test_an_empty_sequence_means_no_forced_phase(tmp_path: Path) -> None:
@@ -121,8 +131,9 @@ def test_an_empty_sequence_means_no_forced_phase(tmp_path: Path) -> None:
     )
     assert mismatches(tmp_path, finished + "expect:\n  chunk_sequence: []\n") == []
     (mismatch,) = mismatches(tmp_path, AGENT + "expect:\n  chunk_sequence: []\n")
-    assert mismatch.expected == []
-    assert len(mismatch.actual) == 4
+    assert mismatch.key == "chunk_sequence[0]"
+    assert mismatch.expected is ABSENT
+    assert mismatch.actual["phase"] == "started"
 
 
 def chunk(phase: str, **fields: object) -> ForcedCompletionChunk:
@@ -131,30 +142,37 @@ def chunk(phase: str, **fields: object) -> ForcedCompletionChunk:
     )
 
 
-def test_check_chunk_sequence_takes_plain_chunks_and_shows_the_compared_fields() -> None:
+def test_check_chunk_sequence_takes_plain_chunks_and_names_the_chunk_left_over() -> None:
     wanted = [ChunkExpect(phase="started"), ChunkExpect(phase="exhausted", max_attempts=1)]
     chunks = [chunk("started"), chunk("exhausted"), chunk("exhausted")]
     assert check_chunk_sequence(wanted, chunks[:2]) == []
     assert check_chunk_sequence(wanted, chunks) == [
         Mismatch(
-            "chunk_sequence",
-            [{"phase": "started"}, {"phase": "exhausted", "max_attempts": 1}],
-            # each chunk with the fields its item compares; one that no item faces, whole
-            [
-                {"phase": "started"},
-                {"phase": "exhausted", "max_attempts": 1},
-                {"phase": "exhausted", "trigger": "max_steps", "max_attempts": 1},
-            ],
+            "chunk_sequence[2]",
+            ABSENT,
+            {"phase": "exhausted", "trigger": "max_steps", "max_attempts": 1},
         )
+    ]
+    assert check_chunk_sequence(wanted, chunks[:1]) == [
+        Mismatch("chunk_sequence[1]", {"phase": "exhausted", "max_attempts": 1}, ABSENT)
     ]
 
 
-def test_the_report_line_shows_expected_and_actual(tmp_path: Path) -> None:
-    loaded = load_scenarios([write(tmp_path, AGENT + sequence_yaml(EXHAUSTED[:2]))])[0]
+def test_the_report_line_names_the_first_difference_on_the_key_s_line(tmp_path: Path) -> None:
+    path = write(tmp_path, AGENT + sequence_yaml([*EXHAUSTED[:3], {**EXHAUSTED[3], "code": "x"}]))
+    loaded = load_scenarios([path])[0]
     (result,) = run_scenario(loaded, RunOptions(workdir=tmp_path))
     (line,) = failure_lines(result)
-    assert ": expect.chunk_sequence: expected [" in line
-    assert '"phase": "attempt_started", "attempt": 1}], got [{"phase": "started"' in line
+    sequence_line = path.read_text().splitlines().index("  chunk_sequence:") + 1
+    assert f":{sequence_line} " in line
+    assert line.endswith(
+        "expect.chunk_sequence[3].code: expected 'x', got 'framework_forced_completion_exhausted'"
+    )
+    short = write(tmp_path, AGENT + sequence_yaml([*EXHAUSTED, EXHAUSTED[-1]]))
+    (result,) = run_scenario(load_scenarios([short])[0], RunOptions(workdir=tmp_path))
+    (line,) = failure_lines(result)
+    assert line.endswith("got (absent)")
+    assert len(line) < 300, "the differing element, never two whole lists"
 
 
 # -- cancel -----------------------------------------------------------------------------------------
