@@ -217,6 +217,10 @@ def run(
 ) -> None:
     """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails.
 
+    Given no PATHS in a folder without scenarios/, it runs the scenario library bundled with the
+    harness, and says so on its first line (`harness library` shows where that library is and
+    copies it to extend).
+
     With --target or --target-cmd the cells run on your own implementation (see "Testing your
     own runtime" in the documentation); the harness checks what it answers and the requests it
     sent."""
@@ -249,6 +253,8 @@ def run(
                 names=CLI_NAMES,
             )
         )
+        if plan.bundled is not None:
+            click.echo(plan.bundled.announcement)
         if shard is not None and not plan.cells:  # more shards than scenarios: a pass
             console.print(f"shard {shard} holds none of the selected scenarios", highlight=False)
     results: list[CellResult] = []
@@ -288,7 +294,7 @@ def record(paths: tuple[Path, ...], provider: str, model: str | None) -> None:
     from harness.scenarios.report import failure_lines
 
     try:
-        loaded = load_scenarios(list(paths) or default_paths())
+        loaded = load_scenarios(list(paths) or default_paths(recording="harness record"))
         changes = rerecord(loaded, provider, model=model)
     except HarnessError as error:
         click.echo(f"error: {error}", err=True)
@@ -858,6 +864,43 @@ def stores_check(url: str) -> None:
         return
     click.echo(f"{len(result.differences)} difference(s) from the expected schema", err=True)
     sys.exit(EXIT_FAILED)
+
+
+@main.group()
+def library() -> None:
+    """The scenario library bundled with the harness: where it is, and a copy to extend.
+
+    `harness run` runs it when given no PATHS in a folder without scenarios/."""
+
+
+@library.command("path")
+def library_path() -> None:
+    """Print the folder of the bundled scenario library (its scenarios/ and cassettes/).
+
+    Run part of it with `harness run "$(harness library path)/scenarios/forced"`; exit 2 when
+    this installation holds no library."""
+    from harness.scenarios.bundled import bundled_library
+
+    click.echo(_or_invalid(bundled_library).root)
+
+
+@library.command("copy")
+@click.argument("directory", metavar="DIR", type=_Path(path_type=Path, file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite the library's files that DIR holds.")
+def library_copy(directory: Path, force: bool) -> None:
+    """Copy the bundled scenario library into DIR (DIR/scenarios, DIR/cassettes) to extend it.
+
+    Each scenario keeps finding its cassettes, and `harness run` in DIR runs the copy. DIR is
+    created if missing. When DIR already holds a file the copy would write, nothing is copied
+    and the command exits 2, unless --force; a folder where a file goes is never replaced."""
+    from harness.scenarios.bundled import bundled_library
+
+    copied = _or_invalid(lambda: bundled_library().copy_to(directory, force=force))
+    click.echo(
+        f"copied the bundled scenario library into {directory} ({len(copied.files)} files"
+        + (f", {copied.overwritten} overwritten" if copied.overwritten else "")
+        + f"); run it with: cd {directory} && harness run"
+    )
 
 
 def _wide_console() -> Console:

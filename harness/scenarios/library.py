@@ -73,8 +73,8 @@ def run_scenarios(
     json: str | os.PathLike[str] | None = None,
     html: str | os.PathLike[str] | None = None,
 ) -> ScenarioRun:
-    """Run every selected cell of the scenario files under `paths` (none: the scenario library,
-    `scenarios/`), as `harness run` does: the same plan (`harness.scenarios.plan.plan_run`), so
+    """Run every selected cell of the scenario files under `paths` (none: `scenarios/`, else in a
+    folder without one the library bundled with the harness), as `harness run` does: the same plan (`harness.scenarios.plan.plan_run`), so
     the same options, checks and refusals, on the in-process reference or on a `target` /
     `target_cmd` (with neither, `[tool.harness] target` of `./pyproject.toml`), in `workers`
     processes (`"auto"` or a count), for one `shard` (`"K/N"`) or only the cells that failed

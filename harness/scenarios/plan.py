@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 from harness.cassettes.modes import RecordMode
 from harness.errors import HarnessError
 from harness.runtimes.base import RUNTIME_NAMES
+from harness.scenarios.bundled import ScenarioLibrary, bundled_library, check_recordable
 from harness.scenarios.load import LoadedScenario, load_scenarios
 from harness.scenarios.parallel import LAST_RUN, Shard, failed_last_time, worker_count
 from harness.scenarios.project import configured_target, configured_target_env
@@ -112,6 +113,24 @@ class ReportPaths:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BundledRun:
+    """A run given no paths in a folder without `scenarios/`: it runs the scenario library
+    bundled with the harness."""
+
+    library: ScenarioLibrary
+    scenarios: int
+    """How many scenarios the library holds (before any filter)."""
+
+    @property
+    def announcement(self) -> str:
+        """What `harness run` prints first, so that nobody mistakes the run for their own."""
+        return (
+            f"running the bundled scenario library ({self.scenarios} scenarios) from "
+            f"{self.library.root}"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunPlan:
     """A run, decided: the cells to run, in order, and how to run them."""
 
@@ -127,6 +146,8 @@ class RunPlan:
     failed_before: frozenset[str] | None = None
     """With `--last-failed`: the ids of the cells that failed in the previous run (none failed:
     every cell runs, as with `pytest --last-failed`)."""
+    bundled: BundledRun | None = None
+    """Set when the plan runs the bundled library (`default_library`)."""
 
     def select(self, loaded: Iterable[LoadedScenario]) -> list[Cell]:
         """The cells of `loaded` this plan runs, in order: the matrix filters and `-k`
@@ -144,9 +165,32 @@ class RunPlan:
         return cells
 
 
-def default_paths() -> list[Path]:
-    """What a run given no paths runs: the scenario library in `scenarios/`."""
-    return [Path("scenarios")]
+def default_library() -> ScenarioLibrary | None:
+    """The library a run given no paths runs when it is not the working folder's: None when the
+    working folder has a `scenarios/` (anything by that name, so a broken link still fails as
+    one), else the library bundled with the harness (`bundled_library`, which raises
+    `LibraryNotFoundError` when there is none)."""
+    return None if os.path.lexists("scenarios") else bundled_library()
+
+
+def default_paths(*, recording: str | None = None) -> list[Path]:
+    """What a run given no paths runs: `scenarios/` of the working folder, else the bundled
+    library's scenarios (`default_library`). Each scenario finds its cassettes relative to its
+    own file, so the bundled scenarios replay the bundled cassettes from any working folder.
+
+    A run that records (`recording` says how, as the user asked for it) is refused the bundled
+    library (`LibraryReadOnlyError`): run from elsewhere, it would rewrite the cassettes of
+    the installation, or of the checkout an editable install runs from."""
+    return _default_run(recording)[0]
+
+
+def _default_run(recording: str | None) -> tuple[list[Path], ScenarioLibrary | None]:
+    library = default_library()
+    if library is None:
+        return [Path("scenarios")], None
+    if recording is not None:
+        raise library.read_only(recording)
+    return [library.scenarios], library
 
 
 def select_cells(
@@ -186,11 +230,14 @@ def plan_run(
     """The plan of a run, every option checked before anything runs (the first problem raises
     its typed `HarnessError`, naming the option as `names` spells it).
 
-    `paths` (files or folders; none: `default_paths()`) are loaded, and the plan holds the cells
-    that the runtime profiles, stores and `keyword` select (`RunPlanError` when none does),
-    then those of the `shard` (`K/N`) and, with `last_failed`, those that failed in the previous
-    run in `workdir` (default: the working folder). With `load=False` nothing is loaded and the
-    plan holds no cells: the caller (the pytest plugin) selects each file's with `select`.
+    `paths` (files or folders; none: `default_paths()`, and when that is the bundled library
+    the plan's `bundled` says so) are loaded, and the plan holds the cells that the runtime
+    profiles, stores and `keyword` select (`RunPlanError` when none does), then those of the
+    `shard` (`K/N`) and, with `last_failed`, those that failed in the previous run in `workdir`
+    (default: the working folder). A `record_mode` other than `none` on the bundled library,
+    or on any file of the library installed with the harness, is refused
+    (`LibraryReadOnlyError`). With `load=False` nothing is loaded and the plan holds no cells:
+    the caller (the pytest plugin) selects each file's with `select`.
 
     The target is `target` (a `module:function`) or `target_cmd` (a command), never both; with
     neither, `[tool.harness] target` of `workdir/pyproject.toml`, else the in-process
@@ -245,11 +292,17 @@ def plan_run(
     )
     if not load:
         return plan
-    loaded = load_scenarios([Path(path) for path in paths] or default_paths())
+    recording = None if mode is RecordMode.NONE else f"{names.record_mode}={mode.value}"
+    named = [Path(path) for path in paths]
+    folders, library = (named, None) if named else _default_run(recording)
+    loaded = load_scenarios(folders)
+    if recording is not None:
+        check_recordable((item.path for item in loaded), recording=recording)
     matching = select_cells(loaded, options, keyword)
     if not matching:  # an empty shard is a pass; a filter that matches nothing is a mistake
         raise RunPlanError("no scenario cell matches the given paths and filters")
-    return replace(plan, cells=tuple(plan.narrow(matching)))
+    bundled = None if library is None else BundledRun(library=library, scenarios=len(loaded))
+    return replace(plan, cells=tuple(plan.narrow(matching)), bundled=bundled)
 
 
 def execute_plan(

@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.cassettes import RecordMode
 from harness.cassettes.review import diff
 from harness.llm.gateway import GatewayConfig, parse_provider
+from harness.scenarios.bundled import check_recordable
 from harness.scenarios.load import LoadedScenario
 from harness.scenarios.run import CellResult, RunOptions, expand, run_cell
 
@@ -66,11 +67,15 @@ def record(
     model: str | None = None,
     workdir: Path | None = None,
 ) -> list[CassetteChange]:
-    """Re-record every cassette of `provider`'s scenarios; raise before any request without a key."""
+    """Re-record every cassette of `provider`'s scenarios; raise before any request without a
+    key, or when a cassette is part of the library installed with the harness
+    (`LibraryReadOnlyError`)."""
+    groups = recordable(loaded, provider)
+    check_recordable(groups, recording="re-recording")
     GatewayConfig.from_environment(parse_provider(provider)).require_api_key()
     changes: list[CassetteChange] = []
     with _one_recording_run():
-        for path, items in sorted(recordable(loaded, provider).items()):
+        for path, items in sorted(groups.items()):
             change = CassetteChange(
                 path, [i.scenario.name for i in items], created=not path.exists()
             )
