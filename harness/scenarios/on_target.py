@@ -207,6 +207,7 @@ class TargetRunner:
         finally:
             self.server.detach(session)
             transport.close()
+            result.misses.extend(session.misses)
         calls = _received(session)
         if scenario.kind == "agent":
             return self._agent(connected.target.name, scenario, message, answer, calls, result)

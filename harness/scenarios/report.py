@@ -75,6 +75,15 @@ def failure_lines(result: CellResult) -> list[str]:
     )
     if result.error is not None:
         lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: {result.error}")
+    if lines and result.misses:
+        # the cause first: what the target asked that the cassette or script could not answer
+        where = f"{loaded.path}:{loaded.line} {result.cell.id}"
+        caused: list[str] = []
+        for miss in result.misses:
+            first, *rest = miss.splitlines()
+            caused.append(f"{where}: the target's request was not answered: {first}")
+            caused.extend(f"    {line}" for line in rest)
+        lines = caused + lines
     if lines and result.stderr:
         lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: the target's stderr:")
         lines.extend(f"    {line}" for line in result.stderr.splitlines())

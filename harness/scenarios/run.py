@@ -107,6 +107,9 @@ class CellResult:
     differences: list[str] = field(default_factory=list)
     """With `--compare-reference`: how the target's answer and traffic differ from the
     reference's, one structural difference per line."""
+    misses: list[str] = field(default_factory=list)
+    """On a target: the requests its session could not answer (a cassette miss, a used-up
+    script), each with its diagnosis; a failing cell's report shows them first, as the cause."""
     detail: CellDetail | None = None
     """With `RunOptions.collect_detail`: what an agent cell's run did, call by call."""
 

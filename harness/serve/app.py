@@ -83,6 +83,9 @@ here, every registered provider's when forwarding). Everything else (credentials
 spelling, cookies, proxy and organisation headers) is dropped; the server adds its own key."""
 CONTROL_TOKEN_HEADER: Final = "x-harness-token"
 IDLE_POLL_SECONDS: Final = 0.005
+MAX_MISSES_KEPT: Final = 20
+"""The misses a session keeps for its report (the first ones: each later one follows from
+them)."""
 _RECORD_RIGHTS: Final = (RecordMode.NONE, RecordMode.ONCE, RecordMode.NEW_EPISODES, RecordMode.ALL)
 """Record modes from the least to the most a mode may do to a cassette."""
 _UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0).as_dict()
@@ -220,6 +223,13 @@ class Session(_InUse):
     """Attached in-process (`ReplayServer.attach`): its caller ends it, the server never does."""
     cassette: str | None = None
     """The name of the cassette it plays inside the cassettes folder, if it plays one there."""
+    misses: list[str] = field(default_factory=list)
+    """What the session answered 404 to (a cassette miss or a used-up script), each with its
+    diagnosis: the first `MAX_MISSES_KEPT`."""
+
+    def missed(self, message: str) -> None:
+        if len(self.misses) < MAX_MISSES_KEPT:
+            self.misses.append(message)
 
     def receive(self, request: ReceivedRequest) -> None:
         if self.keep is not None and len(self.received) >= self.keep:
@@ -247,6 +257,7 @@ class Session(_InUse):
             requests.append(entry)
         report: dict[str, Any] = {"id": self.id, "output_tool": self.output_tool}
         report["requests"] = requests
+        report["misses"] = list(self.misses)
         if self.dropped:
             report["requests_not_kept"] = self.dropped
         return report
@@ -591,9 +602,13 @@ class ReplayApp:
             )
             exchange.outcome = "used up" if used_up else "missed"
             message = str(miss) + (_REPLAY_AGAIN_HINT if used_up else "")
+            if isinstance(user, Session):
+                user.missed(self._for_client(message))
             return self._provider_error(target.provider, 404, "not_found_error", message)
         except ScriptExhaustedError as exhausted:
             exchange.outcome = "used up"
+            if isinstance(user, Session):
+                user.missed(self._for_client(str(exhausted)))
             return self._provider_error(target.provider, 404, "not_found_error", str(exhausted))
         except HarnessError as error:
             return self._provider_error(target.provider, 400, "invalid_request_error", str(error))

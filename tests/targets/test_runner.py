@@ -286,3 +286,31 @@ def test_cli_schema_target_prints_the_protocol() -> None:
     result = CliRunner().invoke(main, ["schema", "target"])
     assert result.exit_code == 0
     assert json.loads(result.output)["title"] == "harness target protocol, version 1"
+
+
+def test_a_request_the_session_could_not_answer_is_the_first_failure_line(
+    tmp_path: Path, two_cells: Path
+) -> None:
+    """The target asks once more than the script answers (a forced call the reference would not
+    make): the session's 404 diagnosis is the cell's first failure line, before the expectation
+    it broke, so the cause is read first."""
+    extra = """
+    if message.get("type") == "cell":
+        import httpx2
+        httpx2.post(
+            message["base_urls"]["openai"] + "/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "once more"}]},
+        )
+    """
+    path = tmp_path / "capital.yaml"
+    path.write_text(
+        ONE_CELL.replace(
+            "expect: {status: completed, outcome_record: {final_message: It is Paris.}}",
+            "expect: {status: completed, llm_calls: 1}",
+        )
+    )
+    first, _ = run_on(TargetSpec(command=stdio_target(tmp_path, extra)), path)
+    lines = failure_lines(first)
+    assert "the target's request was not answered:" in lines[0], lines
+    assert "script" in lines[0], lines
+    assert any("expect.llm_calls: expected 1, got 2" in line for line in lines[1:]), lines
