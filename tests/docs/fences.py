@@ -26,7 +26,7 @@ _DIRECTIVE = re.compile(r"^<!--\s*example:\s*(?P<name>[a-z-]+)\s*-->\s*$")
 # A block in any other language (```py, ```yml, no language) fails a test, so nothing that
 # should run can slip past the runner under another name.
 RUN_LANGUAGES = frozenset({"python", "yaml"})
-SHOWN_LANGUAGES = frozenset({"sh", "text", "json", "toml", "js"})
+SHOWN_LANGUAGES = frozenset({"sh", "text", "json", "toml", "js", "ts"})
 
 
 @dataclass(frozen=True, kw_only=True)
