@@ -242,7 +242,7 @@ class AgentLoop:
             StepStartChunk(step=step, phase="work"),
             *_reply_chunks(step, response),
         ]
-        answers = state.answers + ((response.text,) if response.text.strip() else ())
+        answers = _with_answer(state.answers, response)
         update: dict[str, object] = {"step": step + 1, "answers": answers}
 
         if response.truncated:
@@ -401,7 +401,7 @@ class AgentLoop:
         assert self.validator is not None  # forced completion exists only with a schema
         reply = classify(response, self.validator)
         history = (*state.messages, *self._answered(response, reply.problems, reply.succeeded))
-        answers = state.answers + ((response.text,) if response.text.strip() else ())
+        answers = _with_answer(state.answers, response)
         state = state.evolve(messages=history, answers=answers).with_chunks(*chunks)
         if reply.succeeded:
             succeeded = phase.succeed()
@@ -516,6 +516,12 @@ def _forced_state(state: RunState) -> ForcedCompletionState:
 
 def _text_message(text: str) -> tuple[AssistantMessage, ...]:
     return (AssistantMessage(text=text),) if text else ()
+
+
+def _with_answer(answers: tuple[str, ...], response: LlmResponse) -> tuple[str, ...]:
+    """`answers` and the reply's text, unless that text is blank: a reply of white space alone
+    answers nothing, in the work phase as in the forced one."""
+    return (*answers, response.text) if response.text.strip() else answers
 
 
 def _reply_chunks(step: int, response: LlmResponse) -> list[StreamChunk]:

@@ -20,6 +20,7 @@ from harness.scenarios.format import (
     Expect,
     FragmentsExpect,
     RequestExpect,
+    StreamChunkExpect,
 )
 from harness.workflow import WorkflowResult
 
@@ -255,6 +256,9 @@ AGENT_CHECKS: Final[Mapping[str, AgentCheck]] = {
         lambda key, wanted, run: check_chunk_sequence(wanted, run.forced_chunks())
     ),
     "chunk_phases": _unless_null(_chunk_phases),
+    "chunks_in_order": _unless_null(
+        lambda key, wanted, run: check_chunks_in_order(wanted, run.chunks)
+    ),
     "crashes": _reported(_counted("crashes"), "it", _unless_null(_equal(lambda run: run.crashes))),
     "forced_request": _unless_null(_requests("forced")),
     "work_request": _unless_null(_requests("work")),
@@ -369,6 +373,31 @@ def check_chunk_sequence(
             found = actual[index].get(field, ABSENT)
             if found is ABSENT or not _subset(value, found):
                 return [Mismatch(f"{key}.{field}", value, found)]
+    return []
+
+
+def check_chunks_in_order(
+    wanted: Sequence[StreamChunkExpect], chunks: Sequence[StreamChunk]
+) -> list[Mismatch]:
+    """`wanted` must appear in order in the whole chunk stream, every kind of chunk, with gaps
+    allowed: so a forced-completion chunk is placed against the step chunks around it, which
+    `chunk_sequence` (forced chunks only) cannot see. The mismatch names the first item not
+    found after the one before it, and shows the stream as its items see it: each chunk's kind
+    and the fields the items compare (never a text delta's text, which is the model's answer)."""
+    expected = [item.fields() for item in wanted]
+    compared = {field for fields in expected for field in fields} - {"text"}
+    actual = [chunk.model_dump(mode="json") for chunk in chunks]
+    position = 0
+    for index, fields in enumerate(expected):
+        while position < len(actual) and not _subset(fields, actual[position]):
+            position += 1
+        if position == len(actual):
+            shown = [
+                {field: value for field, value in chunk.items() if field in compared}
+                for chunk in actual
+            ]
+            return [Mismatch(f"chunks_in_order[{index}]", fields, shown)]
+        position += 1
     return []
 
 

@@ -32,6 +32,16 @@ from harness.cassettes.key import VolatileFieldError, split_pointer
 from harness.errors import IllegalArgumentException
 from harness.llm.models import Effort
 from harness.llm.script import ScriptedReply
+from harness.protocol.chunks import (
+    ApprovalChunk,
+    ForcedCompletionChunk,
+    RunFinishChunk,
+    StepFinishChunk,
+    StepStartChunk,
+    TextDeltaChunk,
+    ToolCallChunk,
+    ToolResultChunk,
+)
 from harness.providers import Provider
 from harness.runtimes.base import Cancel, CancelPlanInvalidError, Fault, RuntimeName, check_cancel
 from harness.stores.base import StoreKind
@@ -180,6 +190,73 @@ class ChunkExpect(ScenarioModel):
     code: str | None = None
 
 
+_STREAM_CHUNK_FIELDS: Final[dict[str, frozenset[str]]] = {
+    model.model_fields["kind"].default: frozenset(model.model_fields) - {"kind"}
+    for model in (
+        StepStartChunk,
+        TextDeltaChunk,
+        ToolCallChunk,
+        ToolResultChunk,
+        ApprovalChunk,
+        StepFinishChunk,
+        ForcedCompletionChunk,
+        RunFinishChunk,
+    )
+}
+
+
+class StreamChunkExpect(ScenarioModel):
+    """One chunk of the whole stream, of any kind: its `kind` and the fields it must have.
+    Only the fields a chunk of that kind has may be given (a `step_start` has no `granted`)."""
+
+    kind: Literal[
+        "step_start",
+        "text_delta",
+        "tool_call",
+        "tool_result",
+        "approval",
+        "step_finish",
+        "forced_completion",
+        "run_finish",
+    ]
+    step: int | None = Field(default=None, ge=0)
+    phase: str | None = Field(
+        default=None, description="step_start: work or forced; forced_completion: its phase"
+    )
+    trigger: Literal["terminal_text", "max_tokens", "max_steps"] | None = None
+    attempt: PositiveInt | None = None
+    max_attempts: int | None = Field(default=None, ge=0)
+    code: str | None = None
+    name: str | None = Field(default=None, description="the tool, for tool and approval chunks")
+    granted: bool | None = None
+    is_error: bool | None = None
+    result: JsonValue = Field(default=None, description="tool_result: the result (exact)")
+    stop_reason: str | None = None
+    status: str | None = None
+    error_code: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> StreamChunkExpect:
+        # the fields of a chunk of this kind that an item can give (no ids, arguments or text)
+        fields = _STREAM_CHUNK_FIELDS[self.kind] & set(type(self).model_fields)
+        foreign = sorted(self.model_fields_set - fields - {"kind"})
+        if foreign:
+            raise ValueError(
+                f"a {self.kind} chunk has no field {', '.join(foreign)}; "
+                f"its fields: {', '.join(sorted(fields))}"
+            )
+        return self
+
+    def fields(self) -> dict[str, Any]:
+        """The fields this item compares: `kind` and every field it gives (null included)."""
+        given = self.model_fields_set
+        return {"kind": self.kind} | {
+            name: getattr(self, name)
+            for name in type(self).model_fields
+            if name in given and name != "kind"
+        }
+
+
 class DownstreamExpect(ScenarioModel):
     """What one workflow job received, projected, or failed with. Each given key is checked."""
 
@@ -260,6 +337,11 @@ class Expect(ScenarioModel):
         description="the exact forced_completion chunks: as many as listed, in this order, "
         "nothing between; each item's given fields match its chunk",
     )
+    chunks_in_order: list[StreamChunkExpect] | None = Field(
+        default=None,
+        description="an ordered subsequence of the whole chunk stream, every kind of chunk "
+        "(gaps allowed): each item's kind and given fields match its chunk",
+    )
     crashes: int | None = Field(default=None, ge=0, description="simulated crashes survived")
     forced_request: RequestExpect | None = None
     work_request: RequestExpect | None = None
@@ -293,6 +375,7 @@ _AGENT_ONLY = frozenset(
         "chunks",
         "chunk_phases",
         "chunk_sequence",
+        "chunks_in_order",
         "crashes",
         "forced_request",
         "work_request",

@@ -153,6 +153,40 @@ MUTANTS = (
         scenarios=("runtimes",),
     ),
     Mutant(
+        name="blank-reply-counts-as-answer",
+        path="agent/loop.py",
+        old="    return (*answers, response.text) if response.text.strip() else answers",
+        new="    return (*answers, response.text) if response.text else answers",
+        caught_by="record-blank-forced-reply-is-no-answer[js-sqlite]: expect.outcome_record",
+        scenarios=("records",),
+    ),
+    Mutant(
+        name="denied-tool-runs-anyway",
+        path="agent/tools.py",
+        old="        if not granted:",
+        new="        if False:",
+        caught_by="approval-denied-run-continues[js-sqlite]: expect.chunks_in_order",
+        scenarios=("runtimes/tool-step.yaml",),
+    ),
+    Mutant(
+        name="tool-results-in-execution-order",
+        path="agent/loop.py",
+        old="        return [results[call.id] for call in calls], output, chunks",
+        new="        return list(results.values()), output, chunks",
+        caught_by="tool-results-in-call-order[js-sqlite]: expect.forced_request.contains_text",
+        scenarios=("runtimes/tool-step.yaml",),
+    ),
+    Mutant(
+        name="attempt-started-after-forced-step-start",
+        path="agent/loop.py",
+        old="        state = state.evolve(messages=history, answers=answers).with_chunks(*chunks)",
+        # the attempt's announcement (the last chunk so far) moved after the step's step_start
+        new="        state = state.evolve(messages=history, answers=answers, chunks=(*state.chunks[:-1]"
+        ", chunks[0], state.chunks[-1], *chunks[1:]))",
+        caught_by="chunks-interleaved-with-steps[js-sqlite]: expect.chunks_in_order",
+        scenarios=("forced",),
+    ),
+    Mutant(
         name="cancellation-ignored",
         path="runtimes/base.py",
         old="            state = state.cancelled()",

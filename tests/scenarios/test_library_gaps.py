@@ -348,3 +348,39 @@ def test_loading_a_catalog_skill_returns_its_body(tmp_path: Path) -> None:
     call = LlmToolCall(id="c1", name="load_skill", arguments='{"name": "geography"}')
     outcome = run_tool(definition, call, lambda call, tool: True)
     assert outcome.result == {"name": "geography", "body": "Look it up in the atlas."}
+
+
+# -- chunks_in_order --------------------------------------------------------------------------------
+
+IN_ORDER = "expect:\n  chunks_in_order:\n"
+
+
+def test_chunks_in_order_places_forced_chunks_among_step_chunks(tmp_path: Path) -> None:
+    items = (
+        "    - {kind: step_finish, step: 0}\n"
+        "    - {kind: forced_completion, phase: attempt_started, attempt: 1}\n"
+        "    - {kind: step_start, phase: forced}\n"
+        "    - {kind: text_delta}\n"
+        "    - {kind: forced_completion, phase: attempt_failed, attempt: 1}\n"
+        "    - {kind: run_finish, status: failed, error_code: framework_forced_completion_exhausted}\n"
+    )
+    assert mismatches(tmp_path, AGENT + IN_ORDER + items) == []
+    swapped = (
+        "    - {kind: step_start, phase: forced}\n"
+        "    - {kind: forced_completion, phase: attempt_started, attempt: 1}\n"
+    )
+    (mismatch,) = mismatches(tmp_path, AGENT + IN_ORDER + swapped)
+    assert mismatch.key == "chunks_in_order[1]"
+    assert mismatch.expected == {
+        "kind": "forced_completion",
+        "phase": "attempt_started",
+        "attempt": 1,
+    }
+    assert {"kind": "step_start", "phase": "forced"} in mismatch.actual
+    # the stream is shown with the compared fields only: never a text delta's text
+    assert all("text" not in chunk for chunk in mismatch.actual)
+
+
+def test_a_chunks_in_order_item_gives_only_fields_of_its_kind(tmp_path: Path) -> None:
+    message = refusal(tmp_path, AGENT + IN_ORDER + "    - {kind: step_start, granted: true}\n")
+    assert "a step_start chunk has no field granted; its fields: phase, step" in message
