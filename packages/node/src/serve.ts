@@ -1,0 +1,432 @@
+/**
+ * `harness serve` from Node: start it (`startServe`), open a session per test (`openSession`),
+ * read what the code under test sent, close the session.
+ */
+
+import { spawn } from "node:child_process";
+import { constants } from "node:fs";
+import { access, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { HarnessError, invalidArgument } from "./errors.js";
+import type { ScriptedReply } from "./generated/scenario.js";
+
+/** How misses are treated: `none` answers 404, the others forward them to the provider and record. */
+export type RecordMode = "none" | "once" | "new_episodes" | "all";
+/** Whether identical requests share the first recorded answer (`shared`) or each get their own. */
+export type IdenticalRequests = "shared" | "separate";
+/** How replayed streams are timed: as recorded, N times faster, or as fast as the client reads. */
+export type Pace = "off" | "recorded" | number;
+
+export const RECORD_MODES: readonly RecordMode[] = ["none", "once", "new_episodes", "all"];
+const IDENTICAL_REQUESTS: readonly IdenticalRequests[] = ["shared", "separate"];
+/** The header a web app's server reads to route a test's model calls to its session. */
+export const SESSION_HEADER = "x-harness-session";
+const OUTPUT_KEPT = 64 * 1024;
+/** How long a stopping server has to save its recordings and exit before it is killed. */
+const STOP_SECONDS = 10;
+
+export interface ServeOptions {
+  /** The cassettes folder (relative to this process's working directory). */
+  cassettes: string;
+  /** `none` replays only (a miss is a 404); the others record misses with the server's keys. */
+  recordMode: RecordMode;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** 127.0.0.1 by default; another address needs `--control-token` in `args`. */
+  host?: string;
+  identicalRequests?: IdenticalRequests;
+  pace?: Pace;
+  /** Set (a string) or remove (undefined) variables of the server's environment, over this process's. */
+  env?: Record<string, string | undefined>;
+  /** More `harness serve` options, as its command line spells them (`--allow-repeats`). */
+  args?: readonly string[];
+  /** How long the server may take to be ready; 60 s by default (`uvx` may install it first). */
+  readyTimeoutMs?: number;
+}
+
+export interface HarnessServer {
+  /** The server's base URL, `http://127.0.0.1:PORT`. */
+  readonly url: string;
+  /** The last 64 KiB the server printed: its request log and, once stopped, its summary. */
+  output(): string;
+  /** Stop it as Ctrl-C does (SIGINT: recordings saved, summary printed) and wait for it to exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start `harness serve` on a free port and resolve once it accepts connections.
+ *
+ * The command is `HARNESS_BIN` (from `env`, else this process's environment), else `harness`
+ * on the PATH, else `uvx --from completion-harness harness`. It runs with `--port 0
+ * --ready-file <temporary file>` (or the port given); the URL it writes there is the server's.
+ * Rejects with a `HarnessError` holding what the server printed when it exits first
+ * (`serve_exited`) or is not ready within `readyTimeoutMs` (`serve_timeout`, the server is
+ * stopped), and with `harness_not_found` when no command can be started.
+ */
+export async function startServe(options: ServeOptions): Promise<HarnessServer> {
+  const serveArgs = serveArguments(options);
+  const env = environment(options.env);
+  const command = await harnessCommand(env);
+  const folder = await mkdtemp(join(tmpdir(), "harness-serve-"));
+  const readyFile = join(folder, "url");
+  const child = spawn(command.file, [...command.prefix, "serve", ...serveArgs, "--ready-file", readyFile], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-OUTPUT_KEPT);
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let startError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once("error", (error) => {
+      startError = error;
+      resolve();
+    });
+    child.once("close", (code, signal) => {
+      exit = { code, signal };
+      resolve();
+    });
+  });
+  // A server left running when this process exits would hold its port: end it with us.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      process.removeListener("exit", killOnExit);
+      if (exit === undefined && startError === undefined) {
+        child.kill("SIGINT");
+        const patience = new AbortController();
+        const stopped = await Promise.race([
+          exited.then(() => true),
+          sleep(STOP_SECONDS * 1000, false, { signal: patience.signal }).catch(() => true),
+        ]);
+        patience.abort(); // the timer must not keep this process alive
+        if (!stopped) {
+          child.kill("SIGKILL");
+          await exited;
+        }
+      }
+      await rm(folder, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+
+  const timeout = options.readyTimeoutMs ?? 60_000;
+  const deadline = Date.now() + timeout;
+  const shown = [command.file, ...command.prefix, "serve", ...serveArgs].join(" ");
+  for (;;) {
+    const url = await readReadyFile(readyFile);
+    if (url) {
+      return { url, output: () => output, stop };
+    }
+    if (startError !== undefined) {
+      await stop();
+      throw new HarnessError(
+        "harness_not_found",
+        `could not start \`${shown}\` (${startError.message}): set HARNESS_BIN to a harness executable, put \`harness\` on the PATH (pip install completion-harness), or install uv for \`uvx --from completion-harness harness\``,
+        { cause: startError },
+      );
+    }
+    if (exit !== undefined) {
+      await stop();
+      const status = exit.code === null ? `signal ${exit.signal}` : `exit ${exit.code}`;
+      throw new HarnessError(
+        "serve_exited",
+        `\`${shown}\` exited (${status}) before it was ready; it printed:\n${output.trim() || "(nothing)"}`,
+      );
+    }
+    if (Date.now() >= deadline) {
+      await stop();
+      throw new HarnessError(
+        "serve_timeout",
+        `\`${shown}\` was not ready within ${timeout} ms (readyTimeoutMs); it printed:\n${output.trim() || "(nothing)"}`,
+      );
+    }
+    await Promise.race([sleep(25, undefined, { ref: false }), exited]);
+  }
+}
+
+function serveArguments(options: ServeOptions): string[] {
+  if (typeof options !== "object" || options === null) {
+    throw invalidArgument("an options object", "options", options);
+  }
+  const { cassettes, recordMode, port = 0, host, identicalRequests, pace, args = [] } = options;
+  if (typeof cassettes !== "string" || cassettes === "") {
+    throw invalidArgument("the cassettes folder (a non-empty string)", "cassettes", cassettes);
+  }
+  if (!RECORD_MODES.includes(recordMode)) {
+    throw invalidArgument(`one of ${RECORD_MODES.join(", ")}`, "recordMode", recordMode);
+  }
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw invalidArgument("an integer from 0 to 65535", "port", port);
+  }
+  const serveArgs = ["--cassettes", cassettes, "--record-mode", recordMode, "--port", String(port)];
+  if (host !== undefined) {
+    if (typeof host !== "string" || host === "") throw invalidArgument("a host address", "host", host);
+    serveArgs.push("--host", host);
+  }
+  if (identicalRequests !== undefined) {
+    if (!IDENTICAL_REQUESTS.includes(identicalRequests)) {
+      throw invalidArgument(`one of ${IDENTICAL_REQUESTS.join(", ")}`, "identicalRequests", identicalRequests);
+    }
+    serveArgs.push("--identical-requests", identicalRequests);
+  }
+  if (pace !== undefined) serveArgs.push("--pace", String(checkedPace(pace)));
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
+    throw invalidArgument("an array of strings", "args", args);
+  }
+  return [...serveArgs, ...args];
+}
+
+function checkedPace(pace: unknown): Pace {
+  if (pace === "off" || pace === "recorded") return pace;
+  if (typeof pace === "number" && Number.isFinite(pace) && pace > 0) return pace;
+  throw invalidArgument("'off', 'recorded' or a number of times faster (> 0)", "pace", pace);
+}
+
+function environment(overrides: ServeOptions["env"]): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [name, value] of Object.entries(overrides ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+async function harnessCommand(env: NodeJS.ProcessEnv): Promise<{ file: string; prefix: string[] }> {
+  if (env.HARNESS_BIN) return { file: env.HARNESS_BIN, prefix: [] };
+  for (const folder of (env.PATH ?? "").split(delimiter)) {
+    if (folder === "") continue;
+    const candidate = join(folder, "harness");
+    try {
+      await access(candidate, constants.X_OK);
+      return { file: candidate, prefix: [] };
+    } catch {
+      // not here; the next folder
+    }
+  }
+  return { file: "uvx", prefix: ["--from", "completion-harness", "harness"] };
+}
+
+async function readReadyFile(path: string): Promise<string | undefined> {
+  try {
+    // written atomically by the server, with a final newline
+    const text = await readFile(path, "utf8");
+    return text.endsWith("\n") ? text.trim() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// -- sessions -------------------------------------------------------------------------------------
+
+export interface SessionOptions {
+  /** Replay (and in a record mode, record) this cassette, named inside the server's cassettes folder. */
+  cassette?: string;
+  /** Or answer each request with the script's next reply, in the wire of the route it came to. */
+  script?: ScriptedReply[];
+  /** The provider a script speaks (`openai`, `anthropic`); else the one whose route is asked first. */
+  provider?: string;
+  /** At most the server's own `--record-mode` (unless it runs with `--allow-session-record`). */
+  recordMode?: RecordMode;
+  identicalRequests?: IdenticalRequests;
+  pace?: Pace;
+  /** The tool whose forcing makes a request `forced` in the report; `__finish__` by default. */
+  outputTool?: string;
+  /** The server's `--control-token`, when it has one. */
+  controlToken?: string;
+}
+
+/** The SDK base URL of each provider the server speaks: OpenAI's ends in `/v1`, Anthropic's does not. */
+export interface BaseUrls {
+  readonly openai: string;
+  readonly anthropic: string;
+  readonly [provider: string]: string;
+}
+
+/** One message of a neutral request, as the session report gives it. */
+export type NeutralMessage =
+  | { kind: "user"; content: string; metadata: Record<string, unknown> }
+  | {
+      kind: "assistant";
+      text: string | null;
+      tool_calls: { id: string; name: string; arguments: string }[];
+      reasoning_blocks: Record<string, unknown>[];
+      metadata: Record<string, unknown>;
+    }
+  | {
+      kind: "tool_result";
+      tool_call_id: string;
+      name: string;
+      content: string;
+      is_error: boolean;
+      metadata: Record<string, unknown>;
+    };
+
+/** What one model call sent, provider-neutral (the harness's own request model). */
+export interface NeutralRequest {
+  model: string;
+  /** The system prompt as named fragments (`base`, `skills_catalog`, `workspace`, ...). */
+  system: { name: string; text: string }[];
+  messages: NeutralMessage[];
+  tools: { name: string; description: string; parameters: Record<string, unknown> }[];
+  tool_choice: "auto" | "none" | "required" | { kind: "tool"; name: string };
+  max_tokens: number | null;
+  temperature: number | null;
+  top_p: number | null;
+  stop_sequences: string[];
+  reasoning: { kind: "disabled" } | { kind: "effort"; effort: string; budget_tokens: number | null } | null;
+  response_format: { name: string; schema: Record<string, unknown>; strict: boolean } | null;
+  stream: boolean;
+}
+
+/**
+ * One request the session received, in order. `kind` says whether it forced the output tool
+ * (`forced`) or not (`work`); a request the harness could not read has `error` instead of
+ * `kind` and `request`. A request the session answered 404 is listed too; its diagnosis is in
+ * the report's `misses`.
+ */
+export interface SessionRequest {
+  index: number;
+  endpoint: string;
+  provider: string;
+  kind?: "work" | "forced";
+  request?: NeutralRequest;
+  error?: string;
+}
+
+/** `GET /_harness/sessions/<id>`. */
+export interface SessionReport {
+  id: string;
+  output_tool: string;
+  requests: SessionRequest[];
+  /**
+   * What the session answered 404 to, each with the server's diagnosis: a cassette miss (the
+   * nearest recorded request and the difference) or a script used up. The first 20.
+   */
+  misses: string[];
+  /** Requests received beyond what the server keeps per session (10,000), counted only. */
+  requests_not_kept?: number;
+}
+
+export interface HarnessSession {
+  readonly id: string;
+  /** The session's URL, `<server>/s/<id>`. */
+  readonly url: string;
+  /** Give these to the SDKs as their base URL (any API key, retries off). */
+  readonly baseUrls: BaseUrls;
+  /** `{ "x-harness-session": id }`: send it to a web app's server, which routes its model calls by it. */
+  readonly headers: Readonly<Record<typeof SESSION_HEADER, string>>;
+  /** Every request the session received so far, in order. */
+  requests(): Promise<SessionRequest[]>;
+  /** What the session answered 404 to so far (a miss, a script used up), with the diagnosis. */
+  misses(): Promise<string[]>;
+  /** The whole report: the requests, the misses, and how many requests were not kept. */
+  report(): Promise<SessionReport>;
+  /** Close the session (a recording session saves its cassette). Calling it again does nothing. */
+  close(): Promise<void>;
+}
+
+/**
+ * Open a session on the `harness serve` at `url`: a cassette replayed from its start for this
+ * session alone, or a script. Rejects with a `HarnessError`: `control_failed` with the server's
+ * own message when it refuses (an unknown cassette in record mode none, a record mode above the
+ * server's: 403), `server_unreachable` when nothing answers at `url`.
+ */
+export async function openSession(url: string, options: SessionOptions = {}): Promise<HarnessSession> {
+  const server = serverUrl(url);
+  const body: Record<string, unknown> = {};
+  if (options.cassette !== undefined) body.cassette = options.cassette;
+  if (options.script !== undefined) body.script = options.script;
+  if (options.provider !== undefined) body.provider = options.provider;
+  if (options.recordMode !== undefined) {
+    if (!RECORD_MODES.includes(options.recordMode)) {
+      throw invalidArgument(`one of ${RECORD_MODES.join(", ")}`, "recordMode", options.recordMode);
+    }
+    body.record_mode = options.recordMode;
+  }
+  if (options.identicalRequests !== undefined) body.identical_requests = options.identicalRequests;
+  if (options.pace !== undefined) body.pace = checkedPace(options.pace);
+  if (options.outputTool !== undefined) body.output_tool = options.outputTool;
+  const call = controlCaller(server, options.controlToken);
+  const opened = (await call("POST", "/sessions", body)) as { id: string; url: string; base_urls: BaseUrls };
+  const path = `/sessions/${encodeURIComponent(opened.id)}`;
+  let closing: Promise<void> | undefined;
+  const report = async () => (await call("GET", path)) as SessionReport;
+  return {
+    id: opened.id,
+    url: opened.url,
+    baseUrls: opened.base_urls,
+    headers: { [SESSION_HEADER]: opened.id },
+    report,
+    requests: async () => (await report()).requests,
+    misses: async () => (await report()).misses,
+    close: () => {
+      closing ??= call("DELETE", path).then(() => undefined);
+      return closing;
+    },
+  };
+}
+
+function serverUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalidArgument("the server's URL (http://HOST:PORT)", "url", url);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw invalidArgument("the server's URL (http://HOST:PORT)", "url", url);
+  }
+  return url.replace(/\/+$/, "");
+}
+
+type ControlCall = (method: string, path: string, body?: object) => Promise<unknown>;
+
+function controlCaller(server: string, token: string | undefined): ControlCall {
+  return async (method, path, body) => {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (token !== undefined) headers["x-harness-token"] = token;
+    const route = `${method} /_harness${path}`;
+    let response: Response;
+    try {
+      response = await fetch(`${server}/_harness${path}`, {
+        method,
+        headers,
+        body: body === undefined ? null : JSON.stringify(body),
+      });
+    } catch (error) {
+      const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+      throw new HarnessError(
+        "server_unreachable",
+        `${route}: no harness serve answered at ${server} (${reason}); is it running?`,
+        { cause: error },
+      );
+    }
+    const text = await response.text();
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      payload = undefined;
+    }
+    if (!response.ok) {
+      const message = (payload as { error?: { message?: unknown } } | undefined)?.error?.message;
+      throw new HarnessError(
+        "control_failed",
+        `${route} answered ${response.status}: ${typeof message === "string" ? message : text.slice(0, 500)}`,
+        { status: response.status },
+      );
+    }
+    return payload;
+  };
+}
