@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.summary
 	$(BIN)/python -m benchmarks.persistence
 	$(BIN)/python -m benchmarks.replay_memory
+	$(BIN)/python -m benchmarks.fuzz_speed
 
 clean:
 	rm -rf $(VENV) site .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

@@ -282,6 +282,102 @@ def run(
     sys.exit(EXIT_FAILED if summary(results)["failed"] else EXIT_OK)
 
 
+@main.command("fuzz")
+@click.option("--target", metavar="MODULE:FUNCTION", help="Search this Python implementation.")
+@click.option("--target-cmd", metavar="COMMAND", help="Search this command (JSON lines).")
+@click.option(
+    "--target-env",
+    "target_env",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="Give the --target-cmd this environment variable (as harness run does).",
+)
+@click.option(
+    "--runtime",
+    type=_Choice(_runtimes),
+    help="The runtime profile the cells run on (default: js, else the target's first).",
+)
+@click.option(
+    "--cells",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="How many generated cells to try before calling the target sound.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Where the search starts: the same --seed tries the same cells.",
+)
+@click.option(
+    "--out",
+    type=_Path(path_type=Path, file_okay=False),
+    default=Path(".harness/fuzz"),
+    show_default=True,
+    help="Where the scenario file of a difference is written.",
+)
+@click.option(
+    "--cell-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a target may take for one cell.",
+)
+def fuzz_command(
+    target: str | None,
+    target_cmd: str | None,
+    target_env: tuple[str, ...],
+    runtime: str | None,
+    cells: int,
+    seed: int,
+    out: Path,
+    cell_timeout: float,
+) -> None:
+    """Generate agent cells, run each on the target and on the reference, and on the first
+    difference write the smallest cell that shows it as a scenario file in OUT (its expect is
+    what the reference did); exit 1 then, 0 when CELLS cells agree. The same --seed tries the
+    same cells."""
+    from harness.fuzz import fuzz, fuzz_target
+
+    spec = _or_invalid(
+        lambda: fuzz_target(target, target_cmd, target_env, cell_timeout=cell_timeout)
+    )
+    try:
+        outcome = fuzz(spec, runtime=runtime, cells=cells, seed=seed, out=out)
+    except KeyboardInterrupt:  # the target is ended by then; nothing was written
+        click.echo("interrupted: no difference found so far", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except HarnessError as error:  # an option the target refuses, or a target that cannot start
+        _exit_invalid(error)
+    except OSError as error:
+        click.echo(f"error: cannot write into {out} ({error.strerror or error})", err=True)
+        sys.exit(EXIT_INVALID)
+    for note in outcome.notes:
+        click.echo(f"note: {note}", err=True)
+    finding = outcome.finding
+    rate = outcome.cells_run / outcome.search_seconds if outcome.search_seconds > 0 else 0.0
+    if finding is None:
+        click.echo(
+            f"{outcome.cells_run} cells (--seed {seed}): no difference from the reference "
+            f"({rate:.0f} cells/s)"
+        )
+        sys.exit(EXIT_OK)
+    click.echo(
+        f"FAIL the target differs from the reference on cell {outcome.found_at} (--seed {seed}; "
+        f"shrunk in {outcome.shrink_seconds:.1f} s); the smallest cell is in {finding.path}"
+    )
+    for line in finding.differences:
+        click.echo(f"  {line}")
+    if not finding.caught_by_expect:
+        click.echo(
+            "note: no expect key reaches this difference; run the file with --compare-reference "
+            "to see it"
+        )
+    sys.exit(EXIT_FAILED)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=_Path(path_type=Path))
 @click.option("--provider", required=True, type=_Choice(_providers))

@@ -1,0 +1,199 @@
+"""`harness fuzz`: no difference on the reference; a one-line mutant of it is found within a small
+budget (50 cells: both mutants below are found within 31 on seeds 0-5), shrunk, and written as a
+scenario file that loads, fails on the mutant and passes on the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+
+from harness.cli import main
+from harness.fuzz import FuzzOptionError, fuzz, fuzz_scenarios, fuzz_target, write_scenario
+from harness.scenarios.format import Scenario
+from harness.scenarios.load import load_file
+from harness.scenarios.on_target import TargetSpec, target_runner
+from harness.scenarios.run import Cell, RunOptions, run_cell
+from harness.targets import REFERENCE_TARGET
+from harness.targets.errors import TargetSpecError
+from tests.support.targets import stdio_target
+
+BUDGET: Final = 50
+WRONG_CODE: Final = "tests.support.fuzz_mutants:wrong_code_after_max_tokens"
+DROPPED_CHUNK: Final = "tests.support.fuzz_mutants:drops_second_attempt_started"
+
+
+def _fails_on(target: str, path: Path) -> bool:
+    (loaded,) = load_file(path)
+    with target_runner(TargetSpec(callable=target)) as runner:
+        result = runner.run_cell(Cell(loaded, "js", "memory"), RunOptions())
+    assert result.error is None, result.error
+    return result.failed
+
+
+@pytest.fixture(scope="module")
+def wrong_code_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    out = tmp_path_factory.mktemp("fuzz")
+    result = CliRunner().invoke(
+        main, ["fuzz", "--target", WRONG_CODE, "--cells", str(BUDGET), "--out", str(out)]
+    )
+    (written,) = out.glob("*.yaml")
+    return result.exit_code, result.output, written
+
+
+def test_the_reference_agrees_with_itself(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["fuzz", "--target", REFERENCE_TARGET, "--cells", "25", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "25 cells (--seed 0): no difference from the reference" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_wrong_error_code_is_found_and_written(wrong_code_run: tuple[int, str, Path]) -> None:
+    exit_code, output, written = wrong_code_run
+    assert exit_code == 1, output
+    assert f"the smallest cell is in {written}" in output
+    assert (
+        'answer.error_code: "framework_forced_completion_exhausted" -> '
+        '"framework_llm_call_failed"' in output
+    )
+    (loaded,) = load_file(written)
+    scenario = loaded.scenario
+    assert scenario.expect.error_code == "framework_forced_completion_exhausted"
+    assert scenario.script is not None
+    assert len(scenario.script) == 1  # shrunk: one reply cut off by the token limit
+    assert scenario.script[0].truncated
+
+
+def test_the_written_scenario_fails_on_the_mutant_and_passes_on_the_reference(
+    wrong_code_run: tuple[int, str, Path],
+) -> None:
+    _, _, written = wrong_code_run
+    assert _fails_on(WRONG_CODE, written)
+    assert not _fails_on(REFERENCE_TARGET, written)
+    (loaded,) = load_file(written)
+    assert run_cell(Cell(loaded, "js", "memory"), RunOptions()).passed  # in process, too
+
+
+def test_the_same_seed_finds_the_same_cell(
+    wrong_code_run: tuple[int, str, Path], tmp_path: Path
+) -> None:
+    _, _, written = wrong_code_run
+    outcome = fuzz(TargetSpec(callable=WRONG_CODE), cells=BUDGET, seed=0, out=tmp_path)
+    assert outcome.finding is not None
+    assert outcome.finding.path.name == written.name
+    assert outcome.finding.path.read_text() == written.read_text()
+
+
+def test_a_dropped_chunk_is_caught_by_the_written_chunk_sequence(tmp_path: Path) -> None:
+    outcome = fuzz(TargetSpec(callable=DROPPED_CHUNK), cells=BUDGET, seed=1, out=tmp_path)
+    finding = outcome.finding
+    assert finding is not None
+    assert outcome.found_at <= BUDGET
+    assert finding.caught_by_expect
+    assert any(
+        "missing {kind: forced_completion, phase: attempt_started}" in line
+        for line in finding.differences
+    )
+    assert finding.scenario.expect.chunk_sequence is not None
+    assert _fails_on(DROPPED_CHUNK, finding.path)
+    assert not _fails_on(REFERENCE_TARGET, finding.path)
+
+
+def test_a_wrong_default_budget_is_found_through_a_cell_that_sets_none(tmp_path: Path) -> None:
+    mutant = "tests.support.fuzz_mutants:default_budget_of_three"
+    outcome = fuzz(TargetSpec(callable=mutant), cells=2 * BUDGET, seed=2, out=tmp_path)
+    finding = outcome.finding
+    assert finding is not None
+    assert finding.scenario.agent is not None
+    assert finding.scenario.agent.max_completion_retries is None
+    assert finding.scenario.expect.chunk_sequence is not None
+    assert finding.scenario.expect.chunk_sequence[0].max_attempts == 2
+    assert _fails_on(mutant, finding.path)
+    assert not _fails_on(REFERENCE_TARGET, finding.path)
+
+
+def test_cells_use_only_what_the_target_declares(tmp_path: Path) -> None:
+    plain = "tests.support.fuzz_mutants:without_features"
+    outcome = fuzz(TargetSpec(callable=plain), cells=20, seed=3, out=tmp_path)
+    assert outcome.finding is None
+    assert outcome.skipped == 0
+    with pytest.raises(FuzzOptionError, match="runtime profile the target declares \\(js\\)"):
+        fuzz(TargetSpec(callable=plain), runtime="temporal", cells=1, out=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ([], "give --target MODULE:FUNCTION or --target-cmd COMMAND"),
+        (["--target", "a:b", "--target-cmd", "c"], "give --target or --target-cmd, not both"),
+        (["--target", REFERENCE_TARGET, "--cells", "0"], "'--cells': 0 is not in the range"),
+        (["--target", REFERENCE_TARGET, "--seed", "-1"], "'--seed': -1 is not in the range"),
+        (["--target", REFERENCE_TARGET, "--runtime", "nope"], "'--runtime'"),
+        (["--target", "no_such_module_here:run", "--cells", "1"], "cannot import"),
+        (["--target", REFERENCE_TARGET, "--out", "{tmp}/file"], "a file"),
+    ],
+)
+def test_bad_options_exit_2(arguments: list[str], message: str, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    out = [] if "--out" in arguments else ["--out", str(tmp_path)]
+    result = CliRunner().invoke(main, ["fuzz", *arguments, *out])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+@pytest.mark.parametrize(
+    ("cells", "seed", "named"),
+    [(0, 0, "cells=0 (type=int)"), (True, 0, "cells=True"), (1, -1, "seed=-1 (type=int)")],
+)
+def test_fuzz_refuses_a_count_or_seed_it_cannot_search_with(
+    cells: int, seed: int, named: str, tmp_path: Path
+) -> None:
+    with pytest.raises(FuzzOptionError, match=named.replace("(", "\\(").replace(")", "\\)")):
+        fuzz(TargetSpec(callable=REFERENCE_TARGET), cells=cells, seed=seed, out=tmp_path)
+
+
+def test_target_env_with_a_callable_is_refused() -> None:
+    with pytest.raises(TargetSpecError, match="target-env sets the environment of a command"):
+        fuzz_target(REFERENCE_TARGET, None, ["FOO=1"])
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=fuzz_scenarios())
+def test_every_generated_cell_is_written_as_it_was_generated(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    """Java blanks, emoji and cut-off JSON survive the YAML; the file holds the cell's script
+    and agent, and its expect passes on the reference in process."""
+    path = write_scenario(scenario, "js", tmp_path, description="a generated cell")
+    (loaded,) = load_file(path)
+    assert loaded.scenario.script == scenario.script
+    assert loaded.scenario.agent == scenario.agent
+    assert loaded.scenario.provider == scenario.provider
+    result = run_cell(Cell(loaded, "js", "memory"), RunOptions())
+    assert result.passed, result.mismatches
+
+
+@pytest.mark.subprocess
+def test_a_command_target_is_searched_the_same_way(tmp_path: Path) -> None:
+    wrong_code = """
+    if answer.get("status") == "failed":
+        answer["error_code"] = "framework_llm_call_failed"
+    """
+    command = stdio_target(tmp_path, wrong_code)
+    result = CliRunner().invoke(
+        main,
+        ["fuzz", "--target-cmd", command, "--cells", str(BUDGET), "--out", str(tmp_path / "out")],
+    )
+    assert result.exit_code == 1, result.output
+    (written,) = (tmp_path / "out").glob("*.yaml")
+    (loaded,) = load_file(written)
+    assert loaded.scenario.expect.status == "failed"
+    assert loaded.scenario.expect.error_code != "framework_llm_call_failed"

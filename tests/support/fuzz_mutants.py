@@ -1,0 +1,59 @@
+"""Python targets for `harness fuzz` tests: the reference with one thing changed in its answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenarios.reference import run as reference
+
+
+def wrong_code_after_max_tokens(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that a run failing after forced completion was entered on a
+    `max_tokens` cut reports `framework_llm_call_failed` instead of its code."""
+    answer = reference(message)
+    if answer is None or answer.get("type") != "result" or answer.get("status") != "failed":
+        return answer
+    triggers = {
+        chunk.get("trigger") for chunk in answer["chunks"] if chunk["kind"] == "forced_completion"
+    }
+    if "max_tokens" in triggers:
+        answer["error_code"] = "framework_llm_call_failed"
+        for chunk in answer["chunks"]:
+            if chunk["kind"] == "run_finish":
+                chunk["error_code"] = "framework_llm_call_failed"
+    return answer
+
+
+def drops_second_attempt_started(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that the `attempt_started` chunk of a second forced attempt is
+    never emitted."""
+    answer = reference(message)
+    if answer is None or answer.get("type") != "result":
+        return answer
+    answer["chunks"] = [
+        chunk
+        for chunk in answer["chunks"]
+        if not (
+            chunk["kind"] == "forced_completion"
+            and chunk.get("phase") == "attempt_started"
+            and chunk.get("attempt") == 2
+        )
+    ]
+    return answer
+
+
+def without_features(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, declaring no optional feature and the `js` profile alone: a target that
+    streams nothing, keeps no memory and asks for no approval."""
+    answer = reference(message)
+    if answer is not None and answer.get("type") == "hello":
+        return {**answer, "runtimes": ["js"], "features": []}
+    return answer
+
+
+def default_budget_of_three(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that an agent given no forced-completion budget gets 3, not 2."""
+    agent = message.get("agent")
+    if isinstance(agent, dict) and agent.get("max_completion_retries") is None:
+        message = {**message, "agent": {**agent, "max_completion_retries": 3}}
+    return reference(message)

@@ -1,0 +1,21 @@
+"""The fuzz benchmark's smoke run: both modes and the shrink report print, with the verdict (no
+timing is asserted)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.fuzz_speed import main
+
+
+def test_a_small_run_reports_both_modes_the_shrink_and_the_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--cells", "10", "--repeats", "1", "--seeds", "1"]) == 0
+    report = capsys.readouterr().out
+    for mode in ("harness fuzz", "harness run --compare-reference"):
+        assert re.search(rf"\| {re.escape(mode)} \| [\d.]+ s \| [\d.]+ \| [\d.]+x \|", report)
+    assert re.search(r"shrink \(mutant, 1 seeds\): median [\d.]+ s", report)
+    assert re.search(r"harness fuzz: [\d.]+ cells/s \(target >= 20\): (PASS|FAIL)", report)
