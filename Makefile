@@ -36,8 +36,10 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# Three workers on two cores: a third of the suite waits on child processes (Node, Chromium,
+# servers), and a third worker fills the time the other two would leave idle.
 unit: $(STAMP)
-	$(BIN)/pytest -n 2 --cov --cov-report=term
+	$(BIN)/pytest -n 3 --cov --cov-report=term
 
 # The store tests start real PostgreSQL and Redis servers from their binaries, and the HTML
 # report's browser test drives headless Chromium; install them once (Debian packages) when they
@@ -53,7 +55,10 @@ services:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$MISSING >/dev/null; \
 	fi
 
-test: services lint typecheck docs unit
+# The static checks run side by side (each uses one core), then the tests.
+test: services
+	$(MAKE) --no-print-directory -j3 lint typecheck docs
+	$(MAKE) --no-print-directory unit
 
 # Quick feedback while editing: the tests that need no service, subprocess or browser, with the
 # `quick` hypothesis profile and no coverage. `make test` is still what CI runs.
