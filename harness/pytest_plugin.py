@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
     from harness.cassettes import CassetteTransport, HttpxCassetteTransport, RecordMode
+    from harness.fuzz import FuzzOutcome
     from harness.http_clients import AnySyncTransport
     from harness.llm.gateway import LlmGateway
     from harness.llm.script import HttpxScriptTransport, ScriptedReply, ScriptTransport
@@ -39,6 +40,19 @@ _REGISTERED_TAGS = pytest.StashKey[set[str]]()
 
 HttpLibraryName = Literal["httpx2", "httpx"]
 HTTP_LIBRARY_NAMES: tuple[HttpLibraryName, ...] = get_args(HttpLibraryName)
+
+
+class FuzzRunner(Protocol):
+    """What the `harness_fuzz` fixture returns."""
+
+    def __call__(
+        self,
+        *,
+        cells: int = ...,
+        seed: int = ...,
+        runtime: str | None = ...,
+        out: Path | None = ...,
+    ) -> FuzzOutcome: ...
 
 
 class CassetteFactory(Protocol):
@@ -513,6 +527,39 @@ def harness_cassette(
             return transport
 
         yield cast(CassetteFactory, open_cassette)
+
+
+@pytest.fixture
+def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
+    """Run `harness fuzz` on the session's target (`--harness-target`, `--harness-target-cmd`,
+    else `[tool.harness] target` of the rootdir's `pyproject.toml`) and fail the test with the
+    differences and the written scenario when the target differs from the reference.
+
+    `harness_fuzz(cells=200, seed=0, runtime=None, out=None)` returns the search's
+    `FuzzOutcome` when no difference was found; `out` defaults to the test's temporary folder.
+    """
+    from harness.fuzz import fuzz, fuzz_target
+
+    def run(
+        *, cells: int = 200, seed: int = 0, runtime: str | None = None, out: Path | None = None
+    ) -> FuzzOutcome:
+        target = fuzz_target(
+            pytestconfig.getoption("harness_target"),
+            pytestconfig.getoption("harness_target_cmd"),
+            pytestconfig.getoption("harness_target_env"),
+            pyproject=pytestconfig.rootpath / "pyproject.toml",
+        )
+        outcome = fuzz(target, runtime=runtime, cells=cells, seed=seed, out=out or tmp_path)
+        if outcome.finding is not None:
+            finding = outcome.finding
+            pytest.fail(
+                f"the target differs from the reference (seed {seed}); the smallest cell is "
+                f"in {finding.path}:\n" + "\n".join(f"  {line}" for line in finding.differences),
+                pytrace=False,
+            )
+        return outcome
+
+    return run
 
 
 @pytest.fixture

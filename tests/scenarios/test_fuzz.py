@@ -197,3 +197,28 @@ def test_a_command_target_is_searched_the_same_way(tmp_path: Path) -> None:
     (loaded,) = load_file(written)
     assert loaded.scenario.expect.status == "failed"
     assert loaded.scenario.expect.error_code != "framework_llm_call_failed"
+
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.subprocess
+def test_the_pytest_plugin_runs_the_fuzzer_on_the_session_s_target(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`harness_fuzz` searches the `--harness-target`: a pass on the reference, a failure that
+    names the written scenario on a mutant."""
+    pytester.makepyfile(
+        test_contract="""
+        def test_my_runtime_agrees_with_the_reference(harness_fuzz):
+            outcome = harness_fuzz(cells=20, seed=0)
+            assert outcome.cells_run >= 20
+        """
+    )
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    options = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:cassetter")
+    agreed = pytester.runpytest_subprocess(*options, f"--harness-target={REFERENCE_TARGET}")
+    agreed.assert_outcomes(passed=1)
+    differs = pytester.runpytest_subprocess(*options, f"--harness-target={WRONG_CODE}")
+    differs.assert_outcomes(failed=1)
+    differs.stdout.fnmatch_lines(["*the target differs from the reference (seed 0)*.yaml*"])
