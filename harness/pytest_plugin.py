@@ -535,8 +535,9 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
     else `[tool.harness] target` of the rootdir's `pyproject.toml`) and fail the test with the
     differences and the written scenario when the target differs from the reference.
 
-    `harness_fuzz(cells=200, seed=0, runtime=None, out=None)` returns the search's
-    `FuzzOutcome` when no difference was found; `out` defaults to the test's temporary folder.
+    `harness_fuzz(cells=200, **options)` (the other options of `harness.fuzz.fuzz`: where the
+    search starts, the runtime, the output folder) returns the search's `FuzzOutcome` when no
+    difference was found; the scenario is written to the test's temporary folder by default.
     """
     from harness.fuzz import fuzz, fuzz_target
 
@@ -553,8 +554,8 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
         if outcome.finding is not None:
             finding = outcome.finding
             pytest.fail(
-                f"the target differs from the reference (seed {seed}); the smallest cell is "
-                f"in {finding.path}:\n" + "\n".join(f"  {line}" for line in finding.differences),
+                f"the target differs from the reference; the smallest cell is in "
+                f"{finding.path}:\n" + "\n".join(f"  {line}" for line in finding.differences),
                 pytrace=False,
             )
         return outcome

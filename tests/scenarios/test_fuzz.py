@@ -221,4 +221,4 @@ def test_the_pytest_plugin_runs_the_fuzzer_on_the_session_s_target(
     agreed.assert_outcomes(passed=1)
     differs = pytester.runpytest_subprocess(*options, f"--harness-target={WRONG_CODE}")
     differs.assert_outcomes(failed=1)
-    differs.stdout.fnmatch_lines(["*the target differs from the reference (seed 0)*.yaml*"])
+    differs.stdout.fnmatch_lines(["*the target differs from the reference; *.yaml*"])
