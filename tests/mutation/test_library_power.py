@@ -273,3 +273,62 @@ def test_the_library_catches_the_mutant(mutant: Mutant, tmp_path: Path) -> None:
             -4000:
         ]
     )
+
+
+FUZZ_BUDGET = 400
+"""Generated cells `harness fuzz --seed 1` may take to find each mutant below (it finds the
+blank reply and the misplaced chunk at its third cell, the denied tool at its 299th)."""
+FOUND_BY_FUZZ = (
+    "blank-reply-counts-as-answer",
+    "denied-tool-runs-anyway",
+    "attempt-started-after-forced-step-start",
+)
+"""The blind-spot mutants `harness fuzz` finds with no scenario written for them. The fourth,
+`tool-results-in-execution-order`, needs a reply with several tool calls whose execution order
+differs from their call order, which the generated cells do not hold: the library's cell for it
+is what catches it."""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("name", FOUND_BY_FUZZ)
+def test_harness_fuzz_finds_the_blind_spot_mutant(name: str, tmp_path: Path) -> None:
+    (mutant,) = [mutant for mutant in MUTANTS if mutant.name == name]
+    source = _copy_with(mutant, tmp_path / "source")
+    target = tmp_path / "target.py"
+    target.write_text(
+        "import json, sys\n"
+        "from harness.scenarios.reference import run\n"
+        "for line in sys.stdin:\n"
+        "    answer = run(json.loads(line))\n"
+        "    if answer is not None:\n"
+        "        print(json.dumps(answer), flush=True)\n",
+        encoding="utf-8",
+    )
+    command = f"env PYTHONPATH={source} {sys.executable} {target}"
+    out = tmp_path / "found"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUN_LIBRARY,
+            "fuzz",
+            "--target-cmd",
+            command,
+            "--target-env",
+            "PATH",
+            "--cells",
+            str(FUZZ_BUDGET),
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "the target differs from the reference" in result.stdout
+    assert len(list(out.glob("*.yaml"))) == 1
