@@ -42,7 +42,7 @@ from harness.scenarios.expect import AgentObservation
 from harness.scenarios.format import Scenario
 from harness.scenarios.load import LoadedScenario, load_file
 from harness.scenarios.on_target import TargetRunner, TargetSpec, target_runner
-from harness.scenarios.project import configured_target, configured_target_env
+from harness.scenarios.plan import CLI_NAMES, OptionNames, resolve_target
 from harness.scenarios.run import Cell, CellResult, RunOptions, run_reference_agent
 from harness.stores.urls import open_store
 from harness.strategies import (
@@ -51,7 +51,6 @@ from harness.strategies import (
     replies,
 )
 from harness.targets.base import DEFAULT_CELL_TIMEOUT
-from harness.targets.errors import TargetSpecError
 from harness.targets.protocol import TargetHello
 
 DEFAULT_CELLS: Final = 200
@@ -203,6 +202,10 @@ def _cell(scenario: Scenario, runtime: str, folder: Path) -> Cell:
     return Cell(loaded, runtime, STORE)
 
 
+FUZZ_NAMES: Final = replace(CLI_NAMES, compare_reference="harness fuzz")
+"""The options as `harness fuzz` spells them, for the refusals of `resolve_target`."""
+
+
 def fuzz_target(
     target: str | None,
     target_cmd: str | None,
@@ -210,24 +213,24 @@ def fuzz_target(
     *,
     cell_timeout: float = DEFAULT_CELL_TIMEOUT,
     pyproject: Path = Path("pyproject.toml"),
+    names: OptionNames = FUZZ_NAMES,
 ) -> TargetSpec:
-    """The implementation to search: `target` (a `module:function`) or `target_cmd`, else
-    `[tool.harness] target` of `pyproject`; a command also gets `[tool.harness] target-env`, then
-    `target_env`. `TargetSpecError` when both or neither are given (there is nothing to compare
-    the reference with), or for `target_env` with a callable."""
-    if target is not None and target_cmd is not None:
-        raise TargetSpecError("give --target or --target-cmd, not both")
-    if target is None and target_cmd is None:
-        target = configured_target(pyproject)
-    if target is None and target_cmd is None:
-        raise TargetSpecError(
-            "harness fuzz compares a target with the reference: give --target MODULE:FUNCTION "
-            "or --target-cmd COMMAND (or [tool.harness] target in pyproject.toml)"
-        )
-    env = (*configured_target_env(pyproject), *target_env) if target_cmd is not None else ()
-    if target_env and target_cmd is None:
-        env = tuple(target_env)  # refused by TargetSpec, naming the option
-    return TargetSpec(callable=target, command=target_cmd, cell_timeout=cell_timeout, env=env)
+    """The implementation to search, by `harness run`'s own rules (`resolve_target`): `target`
+    (a `module:function`) or `target_cmd`, else `[tool.harness] target` of `pyproject`; a
+    command also gets `[tool.harness] target-env`, then `target_env`. `TargetSpecError` when
+    both or neither are given (there is nothing to compare the reference with), or for
+    `target_env` with a callable."""
+    spec = resolve_target(
+        target,
+        target_cmd,
+        target_env,
+        compare_reference=True,
+        cell_timeout=cell_timeout,
+        pyproject=pyproject,
+        names=names,
+    )
+    assert spec is not None  # comparing with the reference refuses "neither"
+    return spec
 
 
 # -- the search ---------------------------------------------------------------------------------

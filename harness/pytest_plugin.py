@@ -539,7 +539,10 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
     search starts, the runtime, the output folder) returns the search's `FuzzOutcome` when no
     difference was found; the scenario is written to the test's temporary folder by default.
     """
+    from dataclasses import replace
+
     from harness.fuzz import fuzz, fuzz_target
+    from harness.scenarios.plan import PYTEST_NAMES
 
     def run(
         *, cells: int = 200, seed: int = 0, runtime: str | None = None, out: Path | None = None
@@ -549,6 +552,7 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
             pytestconfig.getoption("harness_target_cmd"),
             pytestconfig.getoption("harness_target_env"),
             pyproject=pytestconfig.rootpath / "pyproject.toml",
+            names=replace(PYTEST_NAMES, compare_reference="harness_fuzz"),
         )
         outcome = fuzz(target, runtime=runtime, cells=cells, seed=seed, out=out or tmp_path)
         if outcome.finding is not None:

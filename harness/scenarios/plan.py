@@ -261,7 +261,7 @@ def plan_run(
     check_report_paths(
         {names.junit_xml: reports.junit_xml, names.json: reports.json, names.html: reports.html}
     )
-    spec = _target(
+    spec = resolve_target(
         target,
         target_cmd,
         target_env,
@@ -385,7 +385,7 @@ def _known(runtimes: Sequence[str], stores: Sequence[str], names: OptionNames) -
                 )
 
 
-def _target(
+def resolve_target(
     target: str | None,
     target_cmd: str | None,
     target_env: Sequence[str],

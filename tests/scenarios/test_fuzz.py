@@ -129,7 +129,7 @@ def test_cells_use_only_what_the_target_declares(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ([], "give --target MODULE:FUNCTION or --target-cmd COMMAND"),
+        ([], "harness fuzz compares a target with the reference: give --target or --target-cmd"),
         (["--target", "a:b", "--target-cmd", "c"], "give --target or --target-cmd, not both"),
         (["--target", REFERENCE_TARGET, "--cells", "0"], "'--cells': 0 is not in the range"),
         (["--target", REFERENCE_TARGET, "--seed", "-1"], "'--seed': -1 is not in the range"),
@@ -159,7 +159,9 @@ def test_fuzz_refuses_a_count_or_seed_it_cannot_search_with(
 
 
 def test_target_env_with_a_callable_is_refused() -> None:
-    with pytest.raises(TargetSpecError, match="target-env sets the environment of a command"):
+    with pytest.raises(
+        TargetSpecError, match="--target-env sets the environment of a --target-cmd"
+    ):
         fuzz_target(REFERENCE_TARGET, None, ["FOO=1"])
 
 
