@@ -1,16 +1,20 @@
 """How fast `harness fuzz` searches, and how long it takes to shrink what it finds.
 
-Three measurements, in one run:
+The measurements, in one run:
 
-1. **harness fuzz**: `--cells` generated cells on the reference target (`--target
-   harness.scenarios.reference:run`), each run on the target and on the reference and compared;
+1. **harness fuzz**: `--cells` generated agent cells on the reference target (`--target
+   harness.scenarios.reference:run --kind agent`), each run on the target and on the reference
+   and compared; then every kind the reference runs (agent, decision and completion cells);
 2. **harness run --compare-reference**: as many cells of the realistic scripted library
    (`benchmarks.scenario_library`) through the same target path, what a user runs instead of a
    search: the ratio is what generating and checking cells adds;
-3. **shrink**: the time from the first difference to the written scenario file, on a one-line
+3. **the Python example target**: `--cells` agent cells on
+   `examples/targets/python_openai_sdk` (`--target-cmd`, the official `openai` and `anthropic`
+   SDKs over HTTP to a `harness serve` session), what a user's own runtime costs;
+4. **shrink**: the time from the first difference to the written scenario file, on a one-line
    mutant of the reference (a wrong error code after a `max_tokens` cut), for `--seeds` seeds.
 
-The target: at least 20 cells a second on two cores.
+The target: at least 20 agent cells a second on the reference target, on two cores.
 
     .venv/bin/python -m benchmarks.fuzz_speed [--cells 200] [--repeats 3] [--seeds 5]
 """
@@ -32,9 +36,11 @@ from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.reference import run as reference
 from harness.scenarios.run import keep_loaded
 from harness.targets import REFERENCE_TARGET
+from harness.targets.protocol import ScenarioKind
 
 CELLS_PER_SECOND_TARGET: Final = 20.0
 MUTANT: Final = "benchmarks.fuzz_speed:wrong_code_after_max_tokens"
+PYTHON_EXAMPLE: Final = Path(__file__).resolve().parents[1] / "examples/targets/python_openai_sdk"
 
 
 def wrong_code_after_max_tokens(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -48,10 +54,12 @@ def wrong_code_after_max_tokens(message: dict[str, Any]) -> dict[str, Any] | Non
     return answer
 
 
-def fuzz_seconds(cells: int, folder: Path) -> float:
-    outcome = fuzz(TargetSpec(callable=REFERENCE_TARGET), cells=cells, out=folder)
+def fuzz_seconds(
+    target: TargetSpec, cells: int, folder: Path, kinds: list[ScenarioKind] | None
+) -> float:
+    outcome = fuzz(target, cells=cells, out=folder, kinds=kinds)
     if outcome.finding is not None:
-        raise SystemExit(f"the reference differs from itself: {outcome.finding.differences}")
+        raise SystemExit(f"the target differs from the reference: {outcome.finding.differences}")
     return outcome.search_seconds
 
 
@@ -78,22 +86,32 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     cells: int = arguments.cells
     print(heading(f"harness fuzz, {cells} cells on the reference target"))
+    reference_target = TargetSpec(callable=REFERENCE_TARGET)
+    python_example = TargetSpec(command=f"{sys.executable} {PYTHON_EXAMPLE / 'target.py'}")
     with tempfile.TemporaryDirectory(prefix="fuzz-bench-") as temporary:
         folder = Path(temporary)
         with keep_loaded():
             medians = alternated(
                 {
-                    "harness fuzz": lambda: fuzz_seconds(cells, folder / "fuzz"),
+                    "harness fuzz (agent cells)": lambda: fuzz_seconds(
+                        reference_target, cells, folder / "fuzz", ["agent"]
+                    ),
+                    "harness fuzz (every kind)": lambda: fuzz_seconds(
+                        reference_target, cells, folder / "fuzz", None
+                    ),
                     "harness run --compare-reference": lambda: compare_seconds(
                         cells, Path(tempfile.mkdtemp(dir=folder))
                     ),
                 },
                 arguments.repeats,
             )
+            example = fuzz_seconds(python_example, cells, folder / "example", ["agent"])
             shrinks: list[float] = []
             found_at: list[int] = []
             for seed in range(arguments.seeds):
-                outcome = fuzz(TargetSpec(callable=MUTANT), cells=200, seed=seed, out=folder)
+                outcome = fuzz(
+                    TargetSpec(callable=MUTANT), cells=200, seed=seed, out=folder, kinds=["agent"]
+                )
                 if outcome.finding is None:
                     raise SystemExit(f"the mutant was not found with --seed {seed}")
                 shrinks.append(outcome.shrink_seconds)
@@ -103,13 +121,20 @@ def main(argv: list[str] | None = None) -> int:
     base = medians["harness run --compare-reference"]
     for mode, seconds in medians.items():
         print(f"| {mode} | {seconds:.2f} s | {cells / seconds:.1f} | {seconds / base:.2f}x |")
-    rate = cells / medians["harness fuzz"]
+    print(
+        f"| harness fuzz, Python example target (agent cells, once) | {example:.2f} s | "
+        f"{cells / example:.1f} | {example / base:.2f}x |"
+    )
+    rate = cells / medians["harness fuzz (agent cells)"]
     verdict = "PASS" if rate >= CELLS_PER_SECOND_TARGET else "FAIL"
     print(
         f"\nshrink (mutant, {arguments.seeds} seeds): median {statistics.median(shrinks):.2f} s, "
         f"max {max(shrinks):.2f} s; found at cell {min(found_at)}-{max(found_at)}"
     )
-    print(f"harness fuzz: {rate:.1f} cells/s (target >= {CELLS_PER_SECOND_TARGET:g}): {verdict}")
+    print(
+        f"harness fuzz on the reference target: {rate:.1f} agent cells/s "
+        f"(target >= {CELLS_PER_SECOND_TARGET:g}): {verdict}"
+    )
     return 0
 
 

@@ -20,6 +20,7 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.scenarios.run import CellResult
+    from harness.targets.protocol import ScenarioKind
 
 _T = TypeVar("_T")
 
@@ -82,6 +83,14 @@ def _identical_requests() -> tuple[str, ...]:
     from harness.cassettes.cassette import IdenticalRequests
 
     return get_args(IdenticalRequests)
+
+
+def _scenario_kinds() -> tuple[str, ...]:
+    from typing import get_args
+
+    from harness.targets.protocol import ScenarioKind
+
+    return get_args(ScenarioKind)
 
 
 def _log_formats() -> tuple[str, ...]:
@@ -295,7 +304,14 @@ def run(
 @click.option(
     "--runtime",
     type=_Choice(_runtimes),
-    help="The runtime profile the cells run on (default: js, else the target's first).",
+    help="The runtime profile agent cells run on (default: js, else the target's first).",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=_Choice(_scenario_kinds),
+    help="Generate only cells of this kind (repeatable; default: every kind the target runs).",
 )
 @click.option(
     "--cells",
@@ -330,22 +346,25 @@ def fuzz_command(
     target_cmd: str | None,
     target_env: tuple[str, ...],
     runtime: str | None,
+    kinds: tuple[ScenarioKind, ...],
     cells: int,
     seed: int,
     out: Path,
     cell_timeout: float,
 ) -> None:
-    """Generate agent cells, run each on the target and on the reference, and on the first
-    difference write the smallest cell that shows it as a scenario file in OUT (its expect is
-    what the reference did); exit 1 then, 0 when CELLS cells agree. The same --seed tries the
-    same cells."""
+    """Generate cells (agent, decision and completion, as the target runs them), run each on
+    the target and on the reference, and on the first difference write the smallest cell that
+    shows it as a scenario file in OUT (its expect is what the reference did); exit 1 then, 0
+    when CELLS cells agree. The same --seed tries the same cells."""
     from harness.fuzz import fuzz, fuzz_target
 
     spec = _or_invalid(
         lambda: fuzz_target(target, target_cmd, target_env, cell_timeout=cell_timeout)
     )
     try:
-        outcome = fuzz(spec, runtime=runtime, cells=cells, seed=seed, out=out)
+        outcome = fuzz(
+            spec, runtime=runtime, cells=cells, seed=seed, out=out, kinds=list(kinds) or None
+        )
     except KeyboardInterrupt:  # the target is ended by then; nothing was written
         click.echo("interrupted: no difference found so far", err=True)
         sys.exit(EXIT_INTERRUPTED)

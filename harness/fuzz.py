@@ -21,10 +21,10 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Literal, get_args
 
 import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -36,32 +36,47 @@ from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefini
 from harness.errors import HarnessError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptedReply, ScriptTransport
-from harness.providers import PROVIDERS, Provider
+from harness.providers import PROVIDERS, Provider, find_provider
 from harness.scenarios.contract import request_view
 from harness.scenarios.expect import AgentObservation
-from harness.scenarios.format import Scenario
+from harness.scenarios.format import Scenario, StreamChunkExpect
 from harness.scenarios.load import LoadedScenario, load_file
 from harness.scenarios.on_target import TargetRunner, TargetSpec, target_runner
 from harness.scenarios.plan import CLI_NAMES, OptionNames, resolve_target
-from harness.scenarios.run import Cell, CellResult, RunOptions, run_reference_agent
+from harness.scenarios.run import (
+    Cell,
+    CellResult,
+    ModuleExecution,
+    RunOptions,
+    run_reference_agent,
+    run_reference_module,
+)
 from harness.stores.urls import open_store
 from harness.strategies import (
     _agent_spec,  # the one conversion of a generated agent to a scenario's agent block
     agents,
+    completion_inputs,
+    decision_replies,
+    decision_states,
     replies,
 )
 from harness.targets.base import DEFAULT_CELL_TIMEOUT
-from harness.targets.protocol import TargetHello
+from harness.targets.protocol import ScenarioKind, TargetHello
 
 DEFAULT_CELLS: Final = 200
 DEFAULT_OUT: Final = Path(".harness/fuzz")
 DEFAULT_RUNTIME: Final = "js"
 STORE: Final = "memory"
 """Fuzzed cells run on the memory store: nothing to clean up, and the fastest."""
-JAVA_BLANKS: Final = ("\u2003", " \t\n", "\u3000", "\u2028", "\x1c")
-"""Text Java's `String.isBlank` calls blank (an em space, whitespace with a tab and a line break,
-an ideographic space, a line separator, a file separator): an answer of nothing but these is no
-answer, and a runtime that trims only ASCII spaces takes it for one."""
+JAVA_BLANKS: Final = ("\u2003", " \t\n", "\u3000", "\u2028", "\r\x0b\x0c ")
+"""Text Java's `String.isBlank` calls blank (an em space, white space with a tab and a line
+break, an ideographic space, a line separator, a carriage return with a vertical tab and a form
+feed): an answer of nothing but these is no answer, and a runtime that trims only ASCII spaces
+takes it for one. Only characters Java's `isBlank`, JavaScript's `trim()` and Python's `strip()`
+all call white space: a runtime may use any of the three."""
+KIND_WEIGHTS: Final[dict[ScenarioKind, int]] = {"agent": 4, "decision": 2, "completion": 1}
+"""How often each kind of cell is drawn when a target runs several: agent cells, the largest
+space, most often; the completion module's small space least."""
 _SEARCH_NAME: Final = "fuzz"
 
 
@@ -141,11 +156,33 @@ def fuzz_scenarios(
     runtime: str = DEFAULT_RUNTIME,
     providers: Sequence[Provider] = PROVIDERS,
     features: Sequence[str] = ("streaming", "memory", "approval"),
+    kinds: Sequence[ScenarioKind] = ("agent",),
 ) -> st.SearchStrategy[Scenario]:
-    """Agent scenarios of one cell (`runtime`, the memory store) with a script long enough for
-    any run of the agent, and no `expect`. Only the protocol `features` given are used (a
-    target's `hello.features`), so no cell is skipped. Shrinks towards one provider's prose."""
+    """Scenarios of one cell and no `expect`, of the `kinds` given (`KIND_WEIGHTS` says how
+    often each is drawn when there are several): agent cells (`runtime`, the memory store) with
+    a script long enough for any run of the agent, using only the protocol `features` given (a
+    target's `hello.features`) so no cell is skipped; decision and completion module cells
+    (`module_scenarios`). Shrinks towards an agent cell of one provider's prose."""
+    unknown = sorted(set(kinds) - set(get_args(ScenarioKind)))
+    if not kinds or unknown:
+        raise FuzzOptionError(
+            f"expected scenario kinds among {', '.join(get_args(ScenarioKind))} but got "
+            f"kinds={list(kinds)!r}"
+        )
+    by_kind: dict[ScenarioKind, Callable[[], st.SearchStrategy[Scenario]]] = {
+        "agent": lambda: _agent_scenarios(runtime, providers, features),
+        "decision": lambda: module_scenarios("decision", providers=providers),
+        "completion": lambda: module_scenarios("completion"),
+    }
+    drawn = [kind for kind, weight in KIND_WEIGHTS.items() if kind in kinds for _ in range(weight)]
+    if len(set(drawn)) == 1:
+        return by_kind[drawn[0]]()
+    return st.sampled_from(drawn).flatmap(lambda kind: by_kind[kind]())
 
+
+def _agent_scenarios(
+    runtime: str, providers: Sequence[Provider], features: Sequence[str]
+) -> st.SearchStrategy[Scenario]:
     def for_provider(provider: Provider) -> st.SearchStrategy[Scenario]:
         def scenario(agent: AgentDefinition) -> st.SearchStrategy[Scenario]:
             tools = [tool.name for tool in agent.all_tools()]
@@ -164,6 +201,135 @@ def fuzz_scenarios(
         return agents(provider=provider).map(lambda a: _supported(a, features)).flatmap(scenario)
 
     return st.sampled_from(list(providers)).flatmap(for_provider)
+
+
+_MODEL_IDS: Final = uuid.UUID("6f1d2c3b-5a4e-4f60-8b7c-9d0e1f2a3b4c")
+"""The namespace of generated decision models' ids (one id per provider and model name)."""
+
+
+def _decision_models(provider: Provider) -> list[dict[str, Any]]:
+    """The model catalog of a generated decision cell: a model of `provider` everyone sees, and
+    one only the `ops` group sees (the ACL: the session's principal, alice, is not in it)."""
+    spec = find_provider(provider)
+    assert spec is not None  # a Provider is registered
+    model = spec.tool_models[0]
+    return [
+        {
+            "id": str(uuid.uuid5(_MODEL_IDS, f"{provider}/{name}")),
+            "name": name,
+            "provider": provider,
+            "model": model,
+            **({"visible_to": ["ops"]} if name == "ops-only" else {}),
+        }
+        for name in ("everyone", "ops-only")
+    ]
+
+
+_SELECTIONS: Final[tuple[tuple[str, str | None, bool], ...]] = (
+    ("session-default", None, True),
+    ("session-default", None, True),
+    ("first-visible", None, False),
+    ("first-visible", None, True),
+    ("pinned", "everyone", False),
+    ("session-default", None, False),
+    ("name", "everyone", True),
+    ("name", "ops-only", True),
+    ("pinned", "ops-only", True),
+    ("policy", "round-robin", True),
+)
+"""Model selections of generated decision cells, as (how, which model or policy, whether the
+session has a default model): the session default (the module's default policy), the first
+visible model, a pinned model, and (less often) a policy or pin that selects nothing alice may
+see."""
+
+
+def _selection_config(how: str, which: str | None, models: list[dict[str, Any]]) -> dict[str, str]:
+    """The decision module's configuration for one of `_SELECTIONS`."""
+    if how == "first-visible":
+        return {"modelSelection": "first-visible"}
+    if how == "name":
+        return {"modelSelection": f"name:{which}"}
+    if how == "pinned":
+        return {"llmDetailsId": next(model["id"] for model in models if model["name"] == which)}
+    if how == "policy":
+        return {"modelSelection": str(which)}
+    return {}
+
+
+_TOOL_POLICIES: Final[tuple[dict[str, Any] | None, ...]] = (
+    None,
+    {"available": False},
+    {"available": True, "allow": ["artifact.read"]},
+)
+_SELECTION_INPUTS: Final = ("llmDetailsId", "agentToolCatalog", "securityContextualToolVisibility")
+"""Workflow inputs that, generated freely, mostly end a decision before its model call."""
+
+
+def module_scenarios(
+    kind: Literal["decision", "completion"], *, providers: Sequence[Provider] = PROVIDERS
+) -> st.SearchStrategy[Scenario]:
+    """Module cells with no `expect`. A completion cell: one to three executions through one
+    module instance, each a JSON workflow state (`completion_inputs(json_only=True)`: text
+    blank to Java, non-breaking spaces that are content, lengths around 65,536 UTF-16 units,
+    values that are not text, or no answer). A decision cell: a JSON workflow state
+    (`decision_states(json_only=True)`, most often with a task and without the inputs that end
+    a decision before its model call), a model selection (`_SELECTIONS`), a model catalog with
+    an ACL, a server tool policy, and a script of one or two `decision_replies` in the wire of
+    `providers`' models."""
+    if kind == "completion":
+        return st.lists(completion_inputs(json_only=True), min_size=1, max_size=3).map(
+            lambda states: Scenario.model_validate(
+                {
+                    "name": _SEARCH_NAME,
+                    "kind": "completion",
+                    "executions": [{"input": state, "expect": {}} for state in states],
+                }
+            )
+        )
+
+    def decision(
+        provider: Provider,
+        state: dict[str, Any],
+        usable: bool,
+        selection: tuple[str, str | None, bool],
+        policy: dict[str, Any] | None,
+        script: list[ScriptedReply],
+    ) -> Scenario:
+        models = _decision_models(provider)
+        how, which, default = selection
+        config = _selection_config(how, which, models)
+        if usable:
+            state = {k: v for k, v in state.items() if k not in _SELECTION_INPUTS}
+            state.setdefault("agentTask", "Inspect release-42 and report its status")
+            step = state.get("agentStep")
+            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+                state.pop("agentStep", None)
+        session: dict[str, Any] = {"principal": "alice"}
+        if default:
+            session["default_llm_details_id"] = models[0]["id"]
+        document: dict[str, Any] = {
+            "name": _SEARCH_NAME,
+            "kind": "decision",
+            "provider": provider,
+            "models": models,
+            "session": session,
+            "config": config,
+            "input": state,
+            "script": [reply.model_dump(exclude_defaults=True) for reply in script],
+        }
+        if policy is not None:
+            document["tool_policy"] = policy
+        return Scenario.model_validate(document)
+
+    return st.builds(
+        decision,
+        st.sampled_from(list(providers)),
+        decision_states(json_only=True),
+        st.sampled_from((True, True, True, False)),
+        st.sampled_from(_SELECTIONS),
+        st.sampled_from(_TOOL_POLICIES),
+        st.lists(decision_replies(), min_size=1, max_size=2),
+    )
 
 
 def _scenario(
@@ -197,9 +363,10 @@ def _scenario(
     )
 
 
-def _cell(scenario: Scenario, runtime: str, folder: Path) -> Cell:
+def _cell(scenario: Scenario, folder: Path) -> Cell:
+    """The scenario's one cell (an agent scenario's runtime and the memory store, or a module's)."""
     loaded = LoadedScenario(scenario, folder / f"{scenario.name}.yaml", 1, {})
-    return Cell(loaded, runtime, STORE)
+    return Cell(loaded, *scenario.cells()[0])
 
 
 FUZZ_NAMES: Final = replace(CLI_NAMES, compare_reference="harness fuzz")
@@ -244,14 +411,17 @@ def fuzz(
     seed: int = 0,
     out: Path = DEFAULT_OUT,
     providers: Sequence[Provider] = PROVIDERS,
+    kinds: Sequence[ScenarioKind] | None = None,
 ) -> FuzzOutcome:
-    """Run up to `cells` generated agent cells on `target` and on the reference; on the first
+    """Run up to `cells` generated cells on `target` and on the reference; on the first
     difference in the contract, shrink the cell and write it to `out` as a scenario file whose
     `expect` is what the reference did there.
 
-    Raises `FuzzOptionError` for `cells` below 1, a negative `seed`, or a `runtime` (default
-    `js`, else the first the target declares) or agent kind the target's hello does not declare;
-    the target's own errors (it cannot be started) propagate as `HarnessError`s.
+    The cells are of the `kinds` given (default: every kind the target's hello declares); agent
+    cells run on `runtime` (default `js`, else the first the target declares). Raises
+    `FuzzOptionError` for `cells` below 1, a negative `seed`, or a kind or runtime the target's
+    hello does not declare; the target's own errors (it cannot be started) propagate as
+    `HarnessError`s.
     """
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
         raise FuzzOptionError(
@@ -266,8 +436,11 @@ def fuzz(
     options = RunOptions()
     with target_runner(replace(target, compare_reference=True)) as runner:
         hello = runner.hello(runner.under_test)
-        runtime = _runtime(hello, runtime)
-        strategy = fuzz_scenarios(runtime=runtime, providers=providers, features=hello.features)
+        searched = _kinds(hello, kinds)
+        runtime = _runtime(hello, runtime, searched)
+        strategy = fuzz_scenarios(
+            runtime=runtime, providers=providers, features=hello.features, kinds=searched
+        )
         ran = [0, 0]  # cells, skipped
         failures: list[tuple[Scenario, list[str], float, int]] = []
 
@@ -286,7 +459,7 @@ def fuzz(
         @given(strategy)
         def agrees(scenario: Scenario) -> None:
             ran[0] += 1
-            result = runner.run_cell(_cell(scenario, runtime, out), options)
+            result = runner.run_cell(_cell(scenario, out), options)
             if result.skipped is not None:
                 ran[1] += 1
                 return
@@ -316,7 +489,7 @@ def fuzz(
             )
         first_failure, found_at = failures[0][2:]
         scenario, problems, _, _ = failures[-1]  # hypothesis replays the smallest one last
-        finding = _write_finding(runner, scenario, problems, runtime, seed, out)
+        finding = _write_finding(runner, scenario, problems, seed, out)
         return FuzzOutcome(
             cells_run=ran[0],
             skipped=ran[1],
@@ -342,11 +515,29 @@ def _refuse_unwritable(out: Path) -> None:
         )
 
 
-def _runtime(hello: TargetHello, runtime: str | None) -> str:
-    if "agent" not in hello.kinds:
+def _kinds(hello: TargetHello, kinds: Sequence[ScenarioKind] | None) -> tuple[ScenarioKind, ...]:
+    """The kinds of cell to generate: `kinds`, every one of which the target must declare, or
+    (None) every kind it declares."""
+    if kinds is None:
+        return tuple(hello.kinds)
+    missing = [kind for kind in kinds if kind not in hello.kinds]
+    if not kinds or missing:
         raise FuzzOptionError(
-            f"{hello.name} does not run agent cells (hello.kinds: {', '.join(hello.kinds)}); "
-            "harness fuzz generates agent cells"
+            f"expected kinds of cell the target declares ({', '.join(hello.kinds)}) but got "
+            f"kinds={list(kinds)!r}"
+        )
+    return tuple(dict.fromkeys(kinds))
+
+
+def _runtime(hello: TargetHello, runtime: str | None, kinds: Sequence[ScenarioKind]) -> str:
+    """The runtime profile agent cells run on. A target that runs no agent cells has none, and
+    any `runtime` given is left unused (module cells run once, on no runtime)."""
+    if "agent" not in kinds:
+        return runtime or DEFAULT_RUNTIME
+    if not hello.runtimes:
+        raise FuzzOptionError(
+            f"{hello.name} runs agent cells but declares no runtime profile (hello.runtimes is "
+            "empty); list the profiles it runs, such as js"
         )
     if runtime is None:
         runtime = DEFAULT_RUNTIME if DEFAULT_RUNTIME in hello.runtimes else hello.runtimes[0]
@@ -371,7 +562,6 @@ def _write_finding(
     runner: TargetRunner,
     scenario: Scenario,
     problems: list[str],
-    runtime: str,
     seed: int,
     out: Path,
 ) -> FuzzFinding:
@@ -379,9 +569,11 @@ def _write_finding(
         f"Found by harness fuzz --seed {seed}: the target differed from the reference "
         f"({problems[0].split(':', 1)[0]}); the expect is what the reference did."
     )
-    path = write_scenario(scenario, runtime, out, description=description)
+    path = write_scenario(scenario, out, description=description)
     (loaded,) = load_file(path)  # what was written loads, as `harness run` will read it
-    on_target = replace(runner, reference=None).run_cell(Cell(loaded, runtime, STORE), RunOptions())
+    on_target = replace(runner, reference=None).run_cell(
+        Cell(loaded, *loaded.scenario.cells()[0]), RunOptions()
+    )
     return FuzzFinding(
         scenario=loaded.scenario,
         path=path,
@@ -390,46 +582,117 @@ def _write_finding(
     )
 
 
-def write_scenario(scenario: Scenario, runtime: str, out: Path, *, description: str) -> Path:
-    """Write the agent cell `scenario` (on `runtime`, the memory store) into `out` as a scenario
-    file named after its content (`fuzz-<runtime>-<provider>-<hash>.yaml`), its `expect` what
-    the reference does (`reference_expect`); returns its path. The same cell always gets the
-    same file, byte for byte."""
+def write_scenario(scenario: Scenario, out: Path, *, description: str) -> Path:
+    """Write the one-cell `scenario` into `out` as a scenario file named after its content
+    (`fuzz-<runtime>-<provider>-<hash>.yaml` for an agent cell, `fuzz-<kind>-<hash>.yaml` for
+    a module's), its `expect` what the reference does (`reference_expect`, per execution for a
+    completion cell); returns its path. The same cell always gets the same file, byte for
+    byte."""
     digest = hashlib.sha256(scenario.model_dump_json().encode()).hexdigest()[:8]
-    name = f"fuzz-{runtime}-{scenario.provider}-{digest}"
+    runtime, _ = scenario.cells()[0]
+    if scenario.kind == "agent":
+        name = f"fuzz-{runtime}-{scenario.provider}-{digest}"
+    else:
+        name = f"fuzz-{scenario.kind}-{digest}"
     named = scenario.model_copy(update={"name": name})
-    assert named.agent is not None
     document: dict[str, Any] = {
         "name": name,
         "description": description,
         "tags": ["fuzz"],
-        "provider": scenario.provider,
-        "model": scenario.model,
-        "runtimes": [runtime],
-        "stores": [STORE],
-        "script": [
-            reply.model_dump(mode="json", exclude_defaults=True) for reply in named.script or []
-        ],
-        "agent": named.agent.model_dump(mode="json", exclude_defaults=True),
-        "expect": reference_expect(named, runtime),
+        **_cell_document(named),
     }
+    expected = reference_expect(named)
+    if named.executions is not None:
+        document["executions"] = [
+            {"input": execution.input, "expect": expect}
+            for execution, expect in zip(named.executions, expected, strict=True)
+        ]
+    else:
+        document["expect"] = expected[0]
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.yaml"
     text = (
         "# A cell `harness fuzz` found; commit it to keep the difference fixed.\n"
+        # every character outside ASCII as its escape: a no-break space or a line separator
+        # must be seen in the file, not taken for a plain space or a line break
         + yaml.safe_dump(
-            [document], sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+            [document], sort_keys=False, allow_unicode=False, width=100, default_flow_style=None
         )
     )
     path.write_text(text, encoding="utf-8")
     return path
 
 
-def reference_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
-    """An `expect` block holding what the reference does on the cell: its status, error code,
-    output, call counts, the exact forced-completion chunk stream, what every work and forced
-    request carried alike, its persisted forced state, counters and records. Only what does not
-    change from one run to the next (no run ids, no timings, no message wording)."""
+def _cell_document(scenario: Scenario) -> dict[str, Any]:
+    """What runs, as the scenario file says it (everything but the name, description, tags and
+    expectations)."""
+    script = [
+        reply.model_dump(mode="json", exclude_defaults=True) for reply in scenario.script or []
+    ]
+    if scenario.kind == "completion":
+        return {"kind": "completion"}
+    if scenario.kind == "decision":
+        return {
+            "kind": "decision",
+            "provider": scenario.provider,
+            "models": [
+                model.model_dump(mode="json", exclude_defaults=True) for model in scenario.models
+            ],
+            **(
+                {"session": scenario.session.model_dump(mode="json", exclude_defaults=True)}
+                if scenario.session is not None
+                else {}
+            ),
+            **({"config": scenario.config} if scenario.config else {}),
+            **(
+                {"tool_policy": scenario.tool_policy.model_dump(mode="json", exclude_defaults=True)}
+                if scenario.tool_policy is not None
+                else {}
+            ),
+            "input": scenario.input,
+            "script": script,
+        }
+    assert scenario.agent is not None
+    return {
+        "provider": scenario.provider,
+        "model": scenario.model,
+        "runtimes": list(scenario.runtimes),
+        "stores": list(scenario.stores),
+        "script": script,
+        "agent": scenario.agent.model_dump(mode="json", exclude_defaults=True),
+    }
+
+
+def reference_expect(scenario: Scenario) -> list[dict[str, Any]]:
+    """The `expect` blocks holding what the reference does on the one-cell `scenario`: one per
+    execution of a completion cell, else one. Only what does not change from one run to the
+    next (no run ids, no timings, no message wording)."""
+    if scenario.kind == "agent":
+        return [_agent_expect(scenario, scenario.cells()[0][0])]
+    return [
+        _module_expect(execution)
+        for execution in run_reference_module(scenario, Path.cwd(), RunOptions())
+    ]
+
+
+def _module_expect(execution: ModuleExecution) -> dict[str, Any]:
+    """A module execution's status, error type and code, outputs, and (when it called a model)
+    its model calls."""
+    error = execution.error
+    expect: dict[str, Any] = {"status": "completed" if error is None else "failed"}
+    if error is not None:
+        expect["error_type"] = getattr(error, "type_name", type(error).__name__)
+        expect["error_code"] = error.code
+    expect["outputs"] = execution.outputs
+    if execution.llm_calls:
+        expect["llm_calls"] = execution.llm_calls
+    return expect
+
+
+def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
+    """An agent cell's status, error code, output, call counts, the exact forced-completion
+    chunks, the whole chunk stream but its text, what every work and forced request carried
+    alike, its persisted forced state, counters and records."""
     spec = scenario.agent
     assert spec is not None
     assert scenario.script is not None
@@ -464,6 +727,12 @@ def reference_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
     expect["chunk_sequence"] = [
         chunk.model_dump(mode="json", exclude={"kind"}, exclude_none=True)
         for chunk in run.forced_chunks()
+    ]
+    # the whole stream but the text (a runtime splits text its own way)
+    expect["chunks_in_order"] = [
+        StreamChunkExpect.matching(chunk).fields()
+        for chunk in run.chunks
+        if chunk.kind != "text_delta"
     ]
     for kind in ("work", "forced"):
         common = _common_request_fields([request_view(kind, r) for r in run.requests[kind]])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args, overload
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from harness.scenarios.on_target import TargetRunner
     from harness.scenarios.plan import RunPlan
     from harness.scenarios.run import Cell, RunOptions
+    from harness.targets.protocol import ScenarioKind
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 CASSETTE_MARKER = "harness_cassette"
@@ -52,6 +53,7 @@ class FuzzRunner(Protocol):
         seed: int = ...,
         runtime: str | None = ...,
         out: Path | None = ...,
+        kinds: Sequence[ScenarioKind] | None = ...,
     ) -> FuzzOutcome: ...
 
 
@@ -536,7 +538,7 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
     differences and the written scenario when the target differs from the reference.
 
     `harness_fuzz(cells=200, **options)` (the other options of `harness.fuzz.fuzz`: where the
-    search starts, the runtime, the output folder) returns the search's `FuzzOutcome` when no
+    search starts, the runtime, the output folder, the kinds of cell) returns the search's `FuzzOutcome` when no
     difference was found; the scenario is written to the test's temporary folder by default.
     """
     from dataclasses import replace
@@ -545,7 +547,12 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
     from harness.scenarios.plan import PYTEST_NAMES
 
     def run(
-        *, cells: int = 200, seed: int = 0, runtime: str | None = None, out: Path | None = None
+        *,
+        cells: int = 200,
+        seed: int = 0,
+        runtime: str | None = None,
+        out: Path | None = None,
+        kinds: Sequence[ScenarioKind] | None = None,
     ) -> FuzzOutcome:
         target = fuzz_target(
             pytestconfig.getoption("harness_target"),
@@ -554,7 +561,9 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
             pyproject=pytestconfig.rootpath / "pyproject.toml",
             names=replace(PYTEST_NAMES, compare_reference="harness_fuzz"),
         )
-        outcome = fuzz(target, runtime=runtime, cells=cells, seed=seed, out=out or tmp_path)
+        outcome = fuzz(
+            target, runtime=runtime, cells=cells, seed=seed, out=out or tmp_path, kinds=kinds
+        )
         if outcome.finding is not None:
             finding = outcome.finding
             pytest.fail(

@@ -244,10 +244,11 @@ def replies(
 
     The kinds: text; text cut off by the token limit; a call to one of `tools` (valid JSON
     arguments, or raw cut-off JSON); a call to `output_tool` alone with output valid or invalid
-    for `schema`; `output_tool` cut off mid-arguments; `output_tool` with a sibling call (another
-    tool or a second `output_tool`); and, with `provider_errors`, a provider error (HTTP
-    400/429/500/503/529). Without a `schema`, output calls use `{"type": "object"}` semantics and
-    carry `{}`.
+    for `schema`; `output_tool` cut off by the token limit (mid-arguments, or just after them);
+    `output_tool` with a sibling call (another tool or a second `output_tool`) made before or
+    after it; two or three calls of `tools` and `output_tool` in one reply, in any order; and,
+    with `provider_errors`, a provider error (HTTP 400/429/500/503/529). Without a `schema`,
+    output calls use `{"type": "object"}` semantics and carry `{}`.
 
     `output_tool` is the tool your agent's model answers with: the harness's own loop calls it
     `__finish__` (the default); an agent of your own names it as it likes (`final_answer`).
@@ -272,21 +273,27 @@ def replies(
         st.builds(ScriptedReply, text=_WORDS, truncated=st.just(True)),
         st.builds(lambda call: ScriptedReply(tool_calls=(call,)), output_call),
         st.builds(
-            lambda value: ScriptedReply(
-                tool_calls=(ScriptedToolCall(name=output_tool, arguments=_cut_off(value)),),
+            lambda value, whole: ScriptedReply(
+                tool_calls=(
+                    ScriptedToolCall(
+                        name=output_tool, arguments=value if whole else _cut_off(value)
+                    ),
+                ),
                 truncated=True,
             ),
             output_valid,
+            st.booleans(),
         ),
     ]
     sibling_names = [*tools, output_tool]
     kinds.append(
         st.builds(
-            lambda call, sibling: ScriptedReply(
-                tool_calls=(ScriptedToolCall(name=sibling, arguments={}), call)
+            lambda call, sibling, output_first: ScriptedReply(
+                tool_calls=(call, sibling) if output_first else (sibling, call)
             ),
             output_call,
-            st.sampled_from(sibling_names),
+            st.builds(ScriptedToolCall, name=st.sampled_from(sibling_names), arguments=st.just({})),
+            st.booleans(),
         )
     )
     if tools:
@@ -303,6 +310,14 @@ def replies(
                 st.sampled_from(list(tools)),
                 arguments,
                 st.none() | _WORDS,
+            )
+        )
+        tool_call = st.builds(
+            ScriptedToolCall, name=st.sampled_from(list(tools)), arguments=arguments
+        )
+        kinds.append(
+            st.lists(tool_call | output_call, min_size=2, max_size=3).map(
+                lambda calls: ScriptedReply(tool_calls=tuple(calls))
             )
         )
     if provider_errors:
@@ -564,7 +579,7 @@ def _long(units: int, astral: bool) -> str:
     return CANARY + "x" * (units - len(CANARY))
 
 
-def _state_values() -> st.SearchStrategy[Any]:
+def _state_values(*, json_only: bool) -> st.SearchStrategy[Any]:
     leaves = st.one_of(st.none(), st.booleans(), st.integers(), _WORDS, st.just(CANARY))
     nested = st.recursive(
         leaves,
@@ -574,27 +589,36 @@ def _state_values() -> st.SearchStrategy[Any]:
         ),
         max_leaves=8,
     )
-    return st.one_of(
+    kinds = [
         nested,
         st.builds(_deep, st.integers(0, 12)),
         st.builds(_wide, st.sampled_from([0, 1, 63, 64, 65, 100])),
         st.builds(_long, st.sampled_from([15_999, 16_000, 16_001, 40_000]), st.booleans()),
-        st.builds(_cyclic_list, st.lists(leaves, max_size=2)),
-        st.builds(_cyclic_dict, st.dictionaries(st.sampled_from(["a", "b"]), leaves, max_size=2)),
-        st.sampled_from([b"bytes", {1, 2}, float("nan"), {1: "int key"}]),
-    )
+    ]
+    if not json_only:
+        kinds += [
+            st.builds(_cyclic_list, st.lists(leaves, max_size=2)),
+            st.builds(
+                _cyclic_dict, st.dictionaries(st.sampled_from(["a", "b"]), leaves, max_size=2)
+            ),
+            st.sampled_from([b"bytes", {1, 2}, float("nan"), {1: "int key"}]),
+        ]
+    return st.one_of(kinds)
 
 
-def decision_states() -> st.SearchStrategy[dict[str, Any]]:
+def decision_states(*, json_only: bool = False) -> st.SearchStrategy[dict[str, Any]]:
     """Workflow states for `AgentDecisionModule.execute`: any subset of its inputs, with values
     that are deep (up to 12 levels), wide (up to 100 items), long (around the 16,000-unit text
     bound, astral characters included), cyclic (lists and dicts that contain themselves), not
     JSON-safe (bytes, sets, NaN, integer keys), or wrongly typed (a string step, a granted approval
     without a request). Many values carry `CANARY`, which no error may repeat.
 
+    With `json_only`, only states JSON can carry (no cyclic or non-JSON values): what a workflow
+    engine or a target process receives.
+
     Values are mutable and may be cyclic; compare them by identity, never by `==`.
     """
-    values = _state_values()
+    values = _state_values(json_only=json_only)
     return st.fixed_dictionaries(
         {},
         optional={
@@ -631,8 +655,8 @@ def decision_states() -> st.SearchStrategy[dict[str, Any]]:
 
 def decision_replies() -> st.SearchStrategy[ScriptedReply]:
     """Replies a decision model could give: calls to the built-in catalog (by wire name) and the
-    control tools, with valid or broken arguments, siblings, unknown tools, text, cut-off text,
-    refusals and provider errors."""
+    control tools, with the arguments their schemas ask for, other or broken arguments,
+    siblings, unknown tools, text, cut-off text, refusals and provider errors."""
     names = st.sampled_from(
         [
             "workflow_execution_inspect",
@@ -649,11 +673,21 @@ def decision_replies() -> st.SearchStrategy[ScriptedReply]:
         )
         | st.sampled_from(['{"executionId": "rel', "[1]"]),
     )
-    call = st.builds(ScriptedToolCall, name=names, arguments=arguments)
+    call = st.builds(ScriptedToolCall, name=names, arguments=arguments) | st.sampled_from(
+        [  # a catalog tool or control tool with the arguments its schema asks for
+            ScriptedToolCall(name="workflow_execution_inspect", arguments={"executionId": "r-42"}),
+            ScriptedToolCall(name="deployment_status", arguments={"deploymentId": "prod"}),
+            ScriptedToolCall(name="artifact_read", arguments={"artifactRef": "artifact://a/1"}),
+            ScriptedToolCall(name="agent_ask_user", arguments={"question": "Which env?"}),
+            ScriptedToolCall(name="agent_wait_approval", arguments={"reason": "deploy"}),
+        ]
+    )
+    # empty text (no decision at all) is one case among several, not the simplest one
+    words = st.sampled_from(("Release 42 is deployed.", "done", "é 😀", ""))
     return st.one_of(
-        st.builds(ScriptedReply, text=_WORDS),
-        st.builds(ScriptedReply, text=_WORDS, truncated=st.just(True)),
-        st.builds(ScriptedReply, text=_WORDS, stop=st.just("refusal")),
+        st.builds(ScriptedReply, text=words),
+        st.builds(ScriptedReply, text=words, truncated=st.just(True)),
+        st.builds(ScriptedReply, text=words, stop=st.just("refusal")),
         st.builds(ScriptedReply, tool_calls=st.lists(call, min_size=1, max_size=2).map(tuple)),
         st.builds(
             lambda status: ScriptedReply(error=ScriptedError(status=status)),
@@ -685,13 +719,14 @@ _JAVA_BLANKS: Final = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\u2028\u2029\u3000\u2003"
 _CONTENT_LOOKALIKES: Final = "\u00a0\u2007\u202f\u200b\x85"
 
 
-def completion_inputs() -> st.SearchStrategy[dict[str, object]]:
+def completion_inputs(*, json_only: bool = False) -> st.SearchStrategy[dict[str, object]]:
     """Workflow states for `AgentCompletionModule.execute`: `{"agentFinalAnswer": value}` or `{}`.
 
     Values are any Python value: text (short, blank by Java's definition, non-breaking spaces and
     zero-width spaces that are content, and lengths around the 65,536 UTF-16 unit bound counted in
     ASCII, astral and mixed characters), `str` subclasses, None, bytes, numbers, booleans, lists,
-    dicts, and objects with a `__str__`.
+    dicts, and objects with a `__str__`. With `json_only`, only values JSON can carry (no `str`
+    subclasses, bytes or objects): what a workflow engine or a target process receives.
     """
     limit = MAX_ANSWER_UTF16_UNITS
     boundary = st.integers(-2, 2).map(lambda delta: limit + delta)
@@ -704,18 +739,18 @@ def completion_inputs() -> st.SearchStrategy[dict[str, object]]:
         boundary.map(lambda units: "a" * units),
         boundary.map(lambda units: "😀" * (units // 2) + "a" * (units % 2)),
         boundary.map(lambda units: "a" * (units - 2) + "😀"),
-        st.builds(_StrSubclass, _WORDS),
     )
     others = st.one_of(
         st.none(),
         st.booleans(),
-        st.integers(),
-        st.floats(allow_nan=False),
-        st.binary(max_size=5),
+        st.integers(-(2**53), 2**53) if json_only else st.integers(),
+        st.floats(allow_nan=False, allow_infinity=not json_only),
         st.lists(_WORDS, max_size=2),
         st.dictionaries(_WORDS, _WORDS, max_size=2),
-        st.builds(_Shouting),
     )
+    if not json_only:
+        texts |= st.builds(_StrSubclass, _WORDS)
+        others |= st.binary(max_size=5) | st.builds(_Shouting)
     present = st.builds(lambda value: {INPUT_FINAL_ANSWER: value}, texts | others)
     return present | st.just({})
 

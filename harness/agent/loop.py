@@ -55,6 +55,7 @@ from harness.llm.models import (
     ToolResultMessage,
     UserMessage,
 )
+from harness.modules.completion import is_java_blank
 from harness.protocol._base import WireModel
 from harness.protocol.chunks import (
     ApprovalChunk,
@@ -519,9 +520,10 @@ def _text_message(text: str) -> tuple[AssistantMessage, ...]:
 
 
 def _with_answer(answers: tuple[str, ...], response: LlmResponse) -> tuple[str, ...]:
-    """`answers` and the reply's text, unless that text is blank: a reply of white space alone
-    answers nothing, in the work phase as in the forced one."""
-    return (*answers, response.text) if response.text.strip() else answers
+    """`answers` and the reply's text, unless that text is blank (Java's `String.isBlank()`, as
+    the Agent Completion module reads it): a reply of white space alone answers nothing, in the
+    work phase as in the forced one."""
+    return answers if is_java_blank(response.text) else (*answers, response.text)
 
 
 def _reply_chunks(step: int, response: LlmResponse) -> list[StreamChunk]:

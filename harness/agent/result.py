@@ -11,6 +11,7 @@ from pydantic import JsonValue
 from harness.agent.definition import AgentDefinition
 from harness.agent.state import RunState, SentRequest
 from harness.llm.models import LlmRequest
+from harness.modules.completion import is_java_blank
 from harness.protocol.chunks import ForcedCompletionChunk, StreamChunk
 from harness.protocol.envelope import AgentOutputEnvelope, ArtifactRef, EnvelopeOutcome
 from harness.protocol.outcome import (
@@ -84,7 +85,7 @@ class RunResult:
         outcome: EnvelopeOutcome
         if has_output:
             outcome = "succeeded"
-        elif any(answer.strip() for answer in self.state.answers):
+        elif any(not is_java_blank(answer) for answer in self.state.answers):
             outcome = "partial"
         else:
             outcome = "empty-response"

@@ -78,7 +78,6 @@ from harness.files import (
 )
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, strict_json
 from harness.lazy import ReadOnDemand
-from harness.protocol.canonical import canonical_json
 from harness.scrub import SIGNING_KEY_VARIABLE
 from harness.sse import SseEvent, render_sse
 
@@ -286,8 +285,16 @@ def raw_interaction_digest(interaction: Mapping[str, Any]) -> str:
     except TypeError:  # orjson.JSONEncodeError; also raised past orjson's own depth limit
         if _nesting_depth(content) > _MAX_INTERACTION_DEPTH:
             raise CassetteFormatError(_too_deep("the interaction")) from None
-        data = canonical_json(content)
+        data = _sorted_json(content)
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _sorted_json(value: Any) -> bytes:
+    """Compact JSON with sorted keys as the standard library writes it: the digest and signature
+    form of every cassette ever recorded, kept as it is so that they all still verify."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8", "backslashreplace")
 
 
 _DIGESTED: Final = ("key", "occurrence", "request", "response")
@@ -316,7 +323,7 @@ def _nesting_depth(value: Any) -> int:
 
 def signature_for(cassette: Cassette, signing_key: str) -> str:
     """HMAC-SHA256 over the format, the metadata and every interaction digest, in order."""
-    message = canonical_json(
+    message = _sorted_json(
         {
             "format": cassette.format,
             "metadata": cassette.metadata.model_dump(mode="json", exclude_none=True),

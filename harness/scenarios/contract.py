@@ -7,11 +7,13 @@ deltas, or send request fields the contract does not read. So the comparison cov
 - the answer's wire-record fields (status, error code, output, outcome record, envelope, counters,
   module executions' outputs and error types and codes), with every free-text message compared
   by its shape only (present or absent: the contract leaves its wording open);
-- the stream chunks, with consecutive text deltas of one step read as one, aligned as the longest
+- the stream chunks, with consecutive text deltas of one step read as one and a tool call's
+  arguments read as a JSON value (numbers by value: `0.0` is `0`), aligned as the longest
   common subsequence, so one missing or extra chunk is one line
   (`answer.chunks: missing {kind: forced_completion, phase: attempt_started} before step_start #4`);
 - each request as the expectations read it (its kind, tools, tool choice, reasoning, system
-  fragments, memory recall, `[completion]` metadata, model, temperature), aligned the same way.
+  fragments, memory recall, `[completion]` metadata, model, temperature, and the order of the
+  tool results it carries back), aligned the same way.
 
 Each line is `path: reference -> target`, or says what is missing or extra.
 """
@@ -23,6 +25,8 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
 
 from harness.cassettes.diff import structural_diff
+from harness.json_body import canonical_numbers, parse_json_body
+from harness.llm.models import ToolResultMessage
 from harness.scenarios.expect import ObservedRequest, shown_reasoning, shown_tool_choice
 
 FREE_TEXT: Final = frozenset({"error_message", "message", "errors"})
@@ -83,6 +87,12 @@ def request_view(kind: str, observed: ObservedRequest) -> dict[str, Any]:
         "completion_metadata": observed.completion_metadata,
         "model": request.model,
         "temperature": request.temperature,
+        # which call each tool result answers, in the order they go back: the model's call order
+        "tool_results": [
+            message.tool_call_id
+            for message in request.messages
+            if isinstance(message, ToolResultMessage)
+        ],
     }
 
 
@@ -151,8 +161,23 @@ def _contract_answer(answer: dict[str, Any]) -> dict[str, Any]:
     for outer, inner in VOLATILE:
         if isinstance(copied.get(outer), dict):
             copied[outer].pop(inner, None)
+    if isinstance(copied.get("chunks"), list):
+        copied["chunks"] = [_arguments_by_value(chunk) for chunk in copied["chunks"]]
     shaped: dict[str, Any] = _shapes_of_free_text(copied)
     return shaped
+
+
+def _arguments_by_value(chunk: Any) -> Any:
+    """A `tool_call` chunk with its arguments read as JSON, numbers by value: how a runtime
+    writes the arguments it parsed (`0.0` or `0`, key order, spaces) is its language's, the
+    value is the contract. Arguments that are not JSON (cut off) stay text."""
+    if not isinstance(chunk, dict) or chunk.get("kind") != "tool_call":
+        return chunk
+    arguments = chunk.get("arguments")
+    if not isinstance(arguments, str):
+        return chunk
+    parsed, value = parse_json_body(arguments, numbers=canonical_numbers)
+    return {**chunk, "arguments": value} if parsed else chunk
 
 
 def _shapes_of_free_text(value: Any) -> Any:

@@ -38,6 +38,7 @@ from harness.protocol.chunks import (
     RunFinishChunk,
     StepFinishChunk,
     StepStartChunk,
+    StreamChunk,
     TextDeltaChunk,
     ToolCallChunk,
     ToolResultChunk,
@@ -246,6 +247,17 @@ class StreamChunkExpect(ScenarioModel):
                 f"its fields: {', '.join(sorted(fields))}"
             )
         return self
+
+    @classmethod
+    def matching(cls, chunk: StreamChunk) -> StreamChunkExpect:
+        """The item that matches `chunk` in every field an item can give (all but ids,
+        arguments and text); a field the chunk leaves null is not given."""
+        allowed = _STREAM_CHUNK_FIELDS[chunk.kind] & set(cls.model_fields)
+        dumped = chunk.model_dump(mode="json", exclude_none=True)
+        return cls.model_validate(
+            {"kind": chunk.kind}
+            | {name: value for name, value in dumped.items() if name in allowed}
+        )
 
     def fields(self) -> dict[str, Any]:
         """The fields this item compares: `kind` and every field it gives (null included)."""

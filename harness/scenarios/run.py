@@ -24,7 +24,7 @@ from harness.runtimes.run import run_agent
 from harness.scenarios import build
 from harness.scenarios.detail import CellDetail, agent_detail
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
-from harness.scenarios.format import Expect, Scenario
+from harness.scenarios.format import Scenario
 from harness.scenarios.load import LoadedScenario
 from harness.scrub import redact
 from harness.stores.base import StateStore, StoredRun
@@ -164,12 +164,10 @@ def run_cell(cell: Cell, options: RunOptions) -> CellResult:
         kind = cell.loaded.scenario.kind
         if kind == "agent":
             result.mismatches = _run_agent(cell, options, result)
-        elif kind == "decision":
-            result.mismatches = _run_decision(cell, options)
         elif kind == "store_check":
             result.mismatches = _run_store_check(cell)
         else:
-            result.mismatches = _run_completion(cell)
+            result.mismatches = _run_module(cell, options)
     except (HarnessError, AssertionError) as error:
         result.error = f"{type(error).__name__}: {error}"
         result.error_code = getattr(error, "code", None)
@@ -451,11 +449,38 @@ def execute_module(
         return left, error
 
 
-def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
-    scenario = cell.loaded.scenario
+@dataclass(frozen=True)
+class ModuleExecution:
+    """What one execution of a reference module did: its outputs (what a failed completion
+    execution leaves, else none), the typed error it raised, and the model calls it made."""
+
+    outputs: dict[str, Any]
+    error: HarnessError | None
+    llm_calls: int
+
+
+def run_reference_module(
+    scenario: Scenario, folder: Path, options: RunOptions
+) -> list[ModuleExecution]:
+    """Run a decision or completion scenario on the reference modules: the decision module on
+    its `input` (its model reached through the scenario's script or cassette, relative to
+    `folder`), or each completion execution (or the one `input`) through ONE module, in order."""
+    if scenario.kind == "decision":
+        return [_execute_decision(scenario, folder, options)]
+    module = AgentCompletionModule()
+    states = (
+        [execution.input for execution in scenario.executions]
+        if scenario.executions is not None
+        else [scenario.input or {}]
+    )
+    return [ModuleExecution(*execute_module(module, state), llm_calls=0) for state in states]
+
+
+def _execute_decision(scenario: Scenario, folder: Path, options: RunOptions) -> ModuleExecution:
     assert scenario.input is not None
+    # a module scenario is one cell: it records as the run was asked to
     transport = build.transport(
-        scenario, cell.loaded.folder, mode_for(cell, options), strict=options.strict_cassettes
+        scenario, folder, options.record_mode, strict=options.strict_cassettes
     )
 
     def completer_for(record: LlmDetails) -> LlmGateway:
@@ -469,8 +494,7 @@ def _run_decision(cell: Cell, options: RunOptions) -> list[Mismatch]:
         outputs, error = execute_module(decision_module(scenario, completer_for), scenario.input)
     finally:
         transport.close()
-    made = _calls_made(transport)
-    return check_module(scenario.expect, outputs=outputs, error=error, llm_calls=made)
+    return ModuleExecution(outputs, error, llm_calls=_calls_made(transport))
 
 
 def _calls_made(transport: ScriptTransport | CassetteTransport) -> int:
@@ -480,26 +504,23 @@ def _calls_made(transport: ScriptTransport | CassetteTransport) -> int:
     return recorded + len(transport.recorded)
 
 
-def _run_completion(cell: Cell) -> list[Mismatch]:
-    """Each execution (or the one `input`) through ONE module, in order, checked right after it;
-    an execution's mismatches are keyed `executions.<index>.<key>`."""
+def _run_module(cell: Cell, options: RunOptions) -> list[Mismatch]:
+    """A module cell, each execution checked right after it; a completion scenario's
+    executions' mismatches are keyed `executions.<index>.<key>`."""
     scenario = cell.loaded.scenario
-    module = AgentCompletionModule()
+    ran = run_reference_module(scenario, cell.loaded.folder, options)
     if scenario.executions is None:
-        assert scenario.input is not None
-        return _execute_completion(module, scenario.input, scenario.expect)
+        (only,) = ran
+        return check_module(
+            scenario.expect, outputs=only.outputs, error=only.error, llm_calls=only.llm_calls
+        )
     return [
         replace(mismatch, key=f"executions.{index}.{mismatch.key}")
-        for index, execution in enumerate(scenario.executions)
-        for mismatch in _execute_completion(module, execution.input, execution.expect)
+        for index, (execution, done) in enumerate(zip(scenario.executions, ran, strict=True))
+        for mismatch in check_module(
+            execution.expect, outputs=done.outputs, error=done.error, llm_calls=done.llm_calls
+        )
     ]
-
-
-def _execute_completion(
-    module: AgentCompletionModule, state: dict[str, Any], expect: Expect
-) -> list[Mismatch]:
-    outputs, error = execute_module(module, state)
-    return check_module(expect, outputs=outputs, error=error, llm_calls=0)
 
 
 def _run_store_check(cell: Cell) -> list[Mismatch]:

@@ -501,3 +501,23 @@ def test_approval_gated_tools_wait_for_approval() -> None:
     denied = next(m for m in result.state.messages if isinstance(m, ToolResultMessage))
     assert denied.is_error
     assert json.loads(denied.content) == {"error": "approval denied"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "answered"),
+    [
+        (" \t\n\u2003\u3000\u2028\x0b\x0c\r", False),  # white space to Java, JavaScript and Python
+        ("\x1c\x1f", False),  # information separators: white space to Java's isBlank
+        ("\u00a0", True),  # a no-break space: content to Java (white space to Python's strip)
+        ("\u2007\u202f", True),
+    ],
+    ids=["shared-white-space", "separators", "no-break-space", "figure-and-narrow-spaces"],
+)
+def test_a_reply_is_an_answer_unless_it_is_blank_as_java_says(reply: str, answered: bool) -> None:
+    result = run(agent(), text(reply), text("Paris"), finish())
+    record = result.outcome_record()
+    assert record.text == (f"{reply}\nParis" if answered else "Paris")
+    assert record.final_message == "Paris"
+    assert result.envelope().outcome == "succeeded"
+    alone = run(agent(output_schema=None), text(reply))
+    assert alone.envelope().outcome == ("partial" if answered else "empty-response")

@@ -19,6 +19,7 @@ from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.run import Cell, RunOptions, run_cell
 from harness.targets import REFERENCE_TARGET
 from harness.targets.errors import TargetSpecError
+from harness.targets.protocol import ScenarioKind
 from tests.support.targets import stdio_target
 
 BUDGET: Final = 50
@@ -38,7 +39,18 @@ def _fails_on(target: str, path: Path) -> bool:
 def wrong_code_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
     out = tmp_path_factory.mktemp("fuzz")
     result = CliRunner().invoke(
-        main, ["fuzz", "--target", WRONG_CODE, "--cells", str(BUDGET), "--out", str(out)]
+        main,
+        [
+            "fuzz",
+            "--target",
+            WRONG_CODE,
+            "--kind",
+            "agent",
+            "--cells",
+            str(BUDGET),
+            "--out",
+            str(out),
+        ],
     )
     (written,) = out.glob("*.yaml")
     return result.exit_code, result.output, written
@@ -83,14 +95,18 @@ def test_the_same_seed_finds_the_same_cell(
     wrong_code_run: tuple[int, str, Path], tmp_path: Path
 ) -> None:
     _, _, written = wrong_code_run
-    outcome = fuzz(TargetSpec(callable=WRONG_CODE), cells=BUDGET, seed=0, out=tmp_path)
+    outcome = fuzz(
+        TargetSpec(callable=WRONG_CODE), cells=BUDGET, seed=0, out=tmp_path, kinds=["agent"]
+    )
     assert outcome.finding is not None
     assert outcome.finding.path.name == written.name
     assert outcome.finding.path.read_text() == written.read_text()
 
 
 def test_a_dropped_chunk_is_caught_by_the_written_chunk_sequence(tmp_path: Path) -> None:
-    outcome = fuzz(TargetSpec(callable=DROPPED_CHUNK), cells=BUDGET, seed=1, out=tmp_path)
+    outcome = fuzz(
+        TargetSpec(callable=DROPPED_CHUNK), cells=BUDGET, seed=1, out=tmp_path, kinds=["agent"]
+    )
     finding = outcome.finding
     assert finding is not None
     assert outcome.found_at <= BUDGET
@@ -106,7 +122,9 @@ def test_a_dropped_chunk_is_caught_by_the_written_chunk_sequence(tmp_path: Path)
 
 def test_a_wrong_default_budget_is_found_through_a_cell_that_sets_none(tmp_path: Path) -> None:
     mutant = "tests.support.fuzz_mutants:default_budget_of_three"
-    outcome = fuzz(TargetSpec(callable=mutant), cells=2 * BUDGET, seed=2, out=tmp_path)
+    outcome = fuzz(
+        TargetSpec(callable=mutant), cells=2 * BUDGET, seed=2, out=tmp_path, kinds=["agent"]
+    )
     finding = outcome.finding
     assert finding is not None
     assert finding.scenario.agent is not None
@@ -124,6 +142,69 @@ def test_cells_use_only_what_the_target_declares(tmp_path: Path) -> None:
     assert outcome.skipped == 0
     with pytest.raises(FuzzOptionError, match="runtime profile the target declares \\(js\\)"):
         fuzz(TargetSpec(callable=plain), runtime="temporal", cells=1, out=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("mutant", "kind", "difference"),
+    [
+        (
+            "tests.support.fuzz_mutants:completion_blank_is_strip",
+            "completion",
+            'answer.executions[0].error: null -> {"type": "IllegalArgumentException"',
+        ),
+        (
+            "tests.support.fuzz_mutants:approval_kept_granted",
+            "decision",
+            "answer.executions[0].outputs.agentApprovalGranted: false -> true",
+        ),
+    ],
+)
+def test_a_module_mutant_is_found_and_written_with_the_module_s_expect(
+    mutant: str, kind: ScenarioKind, difference: str, tmp_path: Path
+) -> None:
+    outcome = fuzz(TargetSpec(callable=mutant), cells=BUDGET, seed=1, out=tmp_path, kinds=[kind])
+    finding = outcome.finding
+    assert finding is not None, "no difference found"
+    assert any(line.startswith(difference) for line in finding.differences), finding.differences
+    assert finding.scenario.kind == kind
+    assert finding.path.name.startswith(f"fuzz-{kind}-")
+    assert finding.caught_by_expect
+    assert _fails_on(mutant, finding.path)
+    assert not _fails_on(REFERENCE_TARGET, finding.path)
+
+
+def test_a_completion_only_target_is_searched_with_completion_cells_whatever_the_runtime(
+    tmp_path: Path,
+) -> None:
+    """The check a CI runs on every target, `--runtime js` included, works on a module target:
+    its cells run once, on no runtime."""
+    result = CliRunner().invoke(
+        main,
+        [
+            "fuzz",
+            "--target",
+            "tests.support.fuzz_mutants:completion_only",
+            "--runtime",
+            "js",
+            "--cells",
+            "40",
+            "--out",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "40 cells (--seed 0): no difference from the reference" in result.output
+
+
+def test_kinds_the_target_does_not_run_are_refused(tmp_path: Path) -> None:
+    target = TargetSpec(callable="tests.support.fuzz_mutants:agent_only")
+    with pytest.raises(FuzzOptionError, match=r"kinds of cell the target declares \(agent\)"):
+        fuzz(target, cells=1, out=tmp_path, kinds=["completion"])
+    result = CliRunner().invoke(
+        main, ["fuzz", "--target", REFERENCE_TARGET, "--kind", "workflow", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "'--kind'" in result.output
 
 
 @pytest.mark.parametrize(
@@ -168,18 +249,32 @@ def test_target_env_with_a_callable_is_refused() -> None:
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(scenario=fuzz_scenarios())
+@given(scenario=fuzz_scenarios(kinds=("agent", "decision", "completion")))
 def test_every_generated_cell_is_written_as_it_was_generated(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    """Java blanks, emoji and cut-off JSON survive the YAML; the file holds the cell's script
-    and agent, and its expect passes on the reference in process."""
-    path = write_scenario(scenario, "js", tmp_path, description="a generated cell")
+    """Java blanks, emoji, cut-off JSON and deep workflow states survive the YAML; the file
+    holds the cell as generated, and its expect passes on the reference in process."""
+    path = write_scenario(scenario, tmp_path, description="a generated cell")
     (loaded,) = load_file(path)
-    assert loaded.scenario.script == scenario.script
-    assert loaded.scenario.agent == scenario.agent
-    assert loaded.scenario.provider == scenario.provider
-    result = run_cell(Cell(loaded, "js", "memory"), RunOptions())
+    written = loaded.scenario
+    assert written.kind == scenario.kind
+    assert written.script == scenario.script
+    assert written.agent == scenario.agent
+    assert written.input == scenario.input
+    assert [e.input for e in written.executions or []] == [
+        e.input for e in scenario.executions or []
+    ]
+    assert (written.models, written.session, written.config, written.tool_policy) == (
+        scenario.models,
+        scenario.session,
+        scenario.config,
+        scenario.tool_policy,
+    )
+    if written.kind == "agent":
+        assert written.provider == scenario.provider
+        assert written.expect.chunks_in_order is not None
+    result = run_cell(Cell(loaded, *written.cells()[0]), RunOptions())
     assert result.passed, result.mismatches
 
 

@@ -57,3 +57,50 @@ def default_budget_of_three(message: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(agent, dict) and agent.get("max_completion_retries") is None:
         message = {**message, "agent": {**agent, "max_completion_retries": 3}}
     return reference(message)
+
+
+def completion_blank_is_strip(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that the completion module calls an answer blank when Python's
+    `str.strip()` does (a no-break space alone is then refused, which Java keeps as content)."""
+    answer = reference(message)
+    if answer is None or answer.get("type") != "result" or message.get("kind") != "completion":
+        return answer
+    for execution, done in zip(message["executions"], answer["executions"], strict=True):
+        value = execution["input"].get("agentFinalAnswer")
+        if isinstance(value, str) and not value.strip() and done.get("error") is None:
+            done["outputs"] = {}
+            done["error"] = {
+                "type": "IllegalArgumentException",
+                "code": "illegal_argument",
+                "message": "agentFinalAnswer is required at agent completion",
+            }
+    return answer
+
+
+def approval_kept_granted(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that a decision passes `agentApprovalGranted` through instead of
+    resetting it to false."""
+    answer = reference(message)
+    if answer is None or answer.get("type") != "result" or message.get("kind") != "decision":
+        return answer
+    (state,) = [execution["input"] for execution in message["executions"]]
+    for done in answer["executions"]:
+        if done.get("error") is None and state.get("agentApprovalGranted") is True:
+            done["outputs"]["agentApprovalGranted"] = True
+    return answer
+
+
+def only(kinds: list[str]) -> Any:
+    """The reference, declaring only `kinds` of cell (and no runtime profile without agents)."""
+
+    def run(message: dict[str, Any]) -> dict[str, Any] | None:
+        answer = reference(message)
+        if answer is not None and answer.get("type") == "hello":
+            return {**answer, "kinds": kinds} | ({} if "agent" in kinds else {"runtimes": []})
+        return answer
+
+    return run
+
+
+completion_only = only(["completion"])
+agent_only = only(["agent"])

@@ -6,7 +6,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from harness.llm.models import LlmRequest, NamedToolChoice, ToolDefinition, UserMessage
+from harness.llm.models import (
+    AssistantMessage,
+    LlmRequest,
+    LlmToolCall,
+    NamedToolChoice,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+)
 from harness.scenarios.contract import answer_differences, request_differences
 from harness.scenarios.expect import ObservedRequest
 
@@ -145,3 +153,37 @@ def test_schema_validation_errors_are_compared_by_count_not_wording() -> None:
     assert answer_differences(reference, two) == [
         "answer.chunks[0].result.errors: 1 item -> 2 items"
     ]
+
+
+def test_tool_results_must_go_back_in_the_order_of_the_calls() -> None:
+    calls = AssistantMessage(
+        tool_calls=(
+            LlmToolCall(id="c1", name="__finish__", arguments="{}"),
+            LlmToolCall(id="c2", name="lookup", arguments="{}"),
+        )
+    )
+    finish = ToolResultMessage(tool_call_id="c1", name="__finish__", content="{}", is_error=True)
+    lookup = ToolResultMessage(tool_call_id="c2", name="lookup", content='{"ok":true}')
+    in_call_order = [("work", observed(messages=(UserMessage(content="?"), calls, finish, lookup)))]
+    as_executed = [("work", observed(messages=(UserMessage(content="?"), calls, lookup, finish)))]
+    assert request_differences(in_call_order, copy.deepcopy(in_call_order)) == []
+    assert request_differences(in_call_order, as_executed) == [
+        'requests[0].tool_results[0]: "c1" -> "c2"',
+        'requests[0].tool_results[1]: "c2" -> "c1"',
+    ]
+
+
+def test_tool_call_arguments_are_compared_as_json_values() -> None:
+    """A runtime writes the arguments it parsed in its own language: `0.0` in Python is `0` in
+    JavaScript, and keys and spaces are its own; the value is the contract."""
+    call = {"kind": "tool_call", "step": 0, "id": "c1", "name": "__finish__"}
+    python = changed(chunks=[{**call, "arguments": '{"ok": 0.0, "city": "Paris"}'}])
+    javascript = changed(chunks=[{**call, "arguments": '{"city":"Paris","ok":0}'}])
+    assert answer_differences(python, javascript) == []
+    other = changed(chunks=[{**call, "arguments": '{"city":"Lyon","ok":0}'}])
+    assert answer_differences(python, other) == [
+        'answer.chunks[0].arguments.city: "Paris" -> "Lyon"'
+    ]
+    cut_off = changed(chunks=[{**call, "arguments": '{"city": "Pa'}])
+    assert answer_differences(cut_off, copy.deepcopy(cut_off)) == []
+    assert len(answer_differences(python, cut_off)) == 1

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import rfc8785
 from jsonschema import Draft202012Validator
 
 FINISH = "__finish__"
@@ -551,7 +552,7 @@ def envelope(run: AgentRun, *, run_id: str, session_id: str, started: float) -> 
         outcome = "partial"
     else:
         outcome = "empty-response"
-    canonical = json.dumps(run.output, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = rfc8785.dumps(run.output)  # the JSON JavaScript hashes: 1.0 is written 1
     return {
         "allocationId": f"alloc-{run_id}",
         "outcome": outcome,
@@ -559,7 +560,7 @@ def envelope(run: AgentRun, *, run_id: str, session_id: str, started: float) -> 
             "artifactId": f"artifact-{run_id}",
             "versionId": f"artifact-{run_id}-v1",
             "version": 1,
-            "hash": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
+            "hash": "sha256:" + hashlib.sha256(canonical).hexdigest(),
             "type": "json_payload",
         }
         if succeeded
