@@ -1,15 +1,17 @@
-"""`harness fuzz`: find an agent cell on which a target and the reference disagree, shrink it, and
-write it as a scenario file.
+"""`harness fuzz`: find a cell on which a target and the reference disagree, shrink it, and write
+it as a scenario file.
 
-Cells are generated with hypothesis from the property kit's own strategies (`harness.strategies`:
-agents with budgets 0..3 or none, 1..3 steps, tools (approval granted or denied), skills,
-workspaces, memory, streaming and reasoning; scripts of prose, `max_tokens` cuts, tool calls
-with cut-off JSON, `__finish__` with siblings or schema-invalid output, provider errors; both
-providers), plus text that is blank by Java's `isBlank`. Each cell runs on the target and on
-the reference through the `--compare-reference` machinery, and the contract differ
-(`harness.scenarios.contract`) decides whether they disagree. The first disagreement is shrunk
-by hypothesis itself, and the smallest cell is written with an `expect` taken from what the
-reference did, in the scenario vocabulary.
+Cells are generated with hypothesis from the property kit's own strategies (`harness.strategies`),
+of every kind the target runs. Agent cells: agents with budgets 0..3 or none, 1..3 steps, tools
+(approval granted or denied), skills, workspaces, memory, streaming and reasoning; scripts of
+prose, `max_tokens` cuts, tool calls with cut-off JSON, `__finish__` with siblings (before or
+after it), several calls in one reply, schema-invalid output, provider errors; both providers;
+plus text that is blank to Java, JavaScript and Python alike. Module cells: completion
+executions through one module, decision states with a model selection, an ACL, a tool policy
+and scripted replies. Each cell runs on the target and on the reference through the
+`--compare-reference` machinery, and the contract differ (`harness.scenarios.contract`) decides
+whether they disagree. The first disagreement is shrunk by hypothesis itself, and the smallest
+cell is written with an `expect` taken from what the reference did, in the scenario vocabulary.
 
 A search is deterministic for a `--seed` (same target, same cells, same file): it keeps no
 example database, so no earlier run changes what it tries.
@@ -21,6 +23,7 @@ import hashlib
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,7 +33,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.errors import HypothesisException
+from hypothesis.errors import HypothesisException, HypothesisWarning
 
 from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefinition
 from harness.errors import HarnessError
@@ -471,7 +474,10 @@ def fuzz(
         started = time.perf_counter()
         notes: list[str] = []
         try:
-            agrees()
+            with warnings.catch_warnings():
+                # a finding of a 65,536-character answer is written to a file, never printed
+                warnings.simplefilter("ignore", HypothesisWarning)
+                agrees()
         except _Diverged:
             pass
         except HypothesisException as error:  # a target that answers one cell two ways

@@ -246,7 +246,8 @@ def replies(
     arguments, or raw cut-off JSON); a call to `output_tool` alone with output valid or invalid
     for `schema`; `output_tool` cut off by the token limit (mid-arguments, or just after them);
     `output_tool` with a sibling call (another tool or a second `output_tool`) made before or
-    after it; two or three calls of `tools` and `output_tool` in one reply, in any order; and,
+    after it; two or three calls of `tools` and `output_tool` in one reply, in any order;
+    `output_tool` with invalid output called before one or two of `tools`; and,
     with `provider_errors`, a provider error (HTTP 400/429/500/503/529). Without a `schema`,
     output calls use `{"type": "object"}` semantics and carry `{}`.
 
@@ -320,6 +321,17 @@ def replies(
                 lambda calls: ScriptedReply(tool_calls=tuple(calls))
             )
         )
+        if _properties(schema):
+            # the output called too early, before the tools it needs: it fails, the run goes on,
+            # and every result goes back in call order though `output_tool` runs last
+            early = st.builds(answer, invalid_outputs(schema, objects_only=objects_only))
+            kinds.append(
+                st.builds(
+                    lambda first, rest: ScriptedReply(tool_calls=(first, *rest)),
+                    early,
+                    st.lists(tool_call, min_size=1, max_size=2),
+                )
+            )
     if provider_errors:
         kinds.append(
             st.builds(

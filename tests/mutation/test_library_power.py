@@ -278,7 +278,7 @@ def test_the_library_catches_the_mutant(mutant: Mutant, tmp_path: Path) -> None:
 FUZZ_BUDGET = 300
 """Generated cells `harness fuzz --runtime js --seed 1` may take to find each mutant below; it
 finds the blank reply and the misplaced chunk at its third cell, the denied tool at its fifth
-and the tool results out of call order at its 18th."""
+and the tool results out of call order at its 11th."""
 FOUND_BY_FUZZ = (
     "blank-reply-counts-as-answer",
     "denied-tool-runs-anyway",
