@@ -360,10 +360,26 @@ def _scenario(
             "model": agent.model,
             "runtimes": [runtime],
             "stores": [STORE],
-            "script": [reply.model_dump(exclude_defaults=True) for reply in script],
+            "script": [_portable(reply.model_dump(exclude_defaults=True)) for reply in script],
             "agent": spec,
         }
     )
+
+
+def _portable(value: Any) -> Any:
+    """`value` with every number one JavaScript and Python write alike: an integral double
+    (`0.0`) as the integer (`0`), and a fraction below 1e-4 (`1.5e-05`, `0.000015` in
+    JavaScript) as 0. The output hash is RFC 8785's, but a runtime that hashes with its own
+    language's JSON writer is no bug for the fuzzer to report."""
+    if isinstance(value, float):
+        if value.is_integer() or abs(value) < 1e-4:
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        return {key: _portable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_portable(item) for item in value]
+    return value
 
 
 def _cell(scenario: Scenario, folder: Path) -> Cell:

@@ -244,12 +244,12 @@ def replies(
 
     The kinds: text; text cut off by the token limit; a call to one of `tools` (valid JSON
     arguments, or raw cut-off JSON); a call to `output_tool` alone with output valid or invalid
-    for `schema`; `output_tool` cut off by the token limit (mid-arguments, or just after them);
-    `output_tool` with a sibling call (another tool or a second `output_tool`) made before or
-    after it; two or three calls of `tools` and `output_tool` in one reply, in any order;
-    `output_tool` with invalid output called before one or two of `tools`; and,
-    with `provider_errors`, a provider error (HTTP 400/429/500/503/529). Without a `schema`,
-    output calls use `{"type": "object"}` semantics and carry `{}`.
+    for `schema`; `output_tool` cut off by the token limit (mid-arguments, or just
+    after them); `output_tool` with a sibling call (another tool or a second `output_tool`) made
+    before or after it; two or three calls of `tools` and `output_tool` in one reply, in any
+    order; `output_tool` with invalid output called before one or two of `tools`; and, with
+    `provider_errors`, a provider error (HTTP 400/429/500/503/529). Without a `schema`, output
+    calls use `{"type": "object"}` semantics and carry `{}`.
 
     `output_tool` is the tool your agent's model answers with: the harness's own loop calls it
     `__finish__` (the default); an agent of your own names it as it likes (`final_answer`).

@@ -278,6 +278,30 @@ def test_every_generated_cell_is_written_as_it_was_generated(
     assert result.passed, result.mismatches
 
 
+def _numbers(value: object) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        return [number for item in value.values() for number in _numbers(item)]
+    if isinstance(value, list | tuple):
+        return [number for item in value for number in _numbers(item)]
+    return []
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenario=fuzz_scenarios())
+def test_generated_arguments_hold_only_numbers_javascript_and_python_write_alike(
+    scenario: Scenario,
+) -> None:
+    """`json.dumps` and `JSON.stringify` agree on every number a cell's script holds (no `1.0`,
+    no `1.5e-05`), so the output's hash is the same whichever a runtime uses."""
+    for reply in scenario.script or []:
+        for call in reply.tool_calls:
+            for number in _numbers(call.arguments):
+                assert not number.is_integer(), number
+                assert abs(number) >= 1e-4, number
+
+
 @pytest.mark.subprocess
 def test_a_command_target_is_searched_the_same_way(tmp_path: Path) -> None:
     wrong_code = """
