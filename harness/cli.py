@@ -335,6 +335,13 @@ def run(
     help="Where the scenario file of a difference is written.",
 )
 @click.option(
+    "--shrink/--no-shrink",
+    default=True,
+    show_default=True,
+    help="Shrink the first differing cell to the smallest that still differs, or write it as "
+    "generated (sooner).",
+)
+@click.option(
     "--cell-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=30.0,
@@ -350,6 +357,7 @@ def fuzz_command(
     cells: int,
     seed: int,
     out: Path,
+    shrink: bool,
     cell_timeout: float,
 ) -> None:
     """Generate cells (agent, decision and completion, as the target runs them), run each on
@@ -363,7 +371,13 @@ def fuzz_command(
     )
     try:
         outcome = fuzz(
-            spec, runtime=runtime, cells=cells, seed=seed, out=out, kinds=list(kinds) or None
+            spec,
+            runtime=runtime,
+            cells=cells,
+            seed=seed,
+            out=out,
+            kinds=list(kinds) or None,
+            shrink=shrink,
         )
     except KeyboardInterrupt:  # the target is ended by then; nothing was written
         click.echo("interrupted: no difference found so far", err=True)
@@ -383,9 +397,14 @@ def fuzz_command(
             f"({rate:.0f} cells/s)"
         )
         sys.exit(EXIT_OK)
+    how = (
+        f"shrunk in {outcome.shrink_seconds:.1f} s); the smallest cell is in"
+        if shrink
+        else "not shrunk); the cell is in"
+    )
     click.echo(
         f"FAIL the target differs from the reference on cell {outcome.found_at} (--seed {seed}; "
-        f"shrunk in {outcome.shrink_seconds:.1f} s); the smallest cell is in {finding.path}"
+        f"{how} {finding.path}"
     )
     for line in finding.differences:
         click.echo(f"  {line}")

@@ -431,10 +431,12 @@ def fuzz(
     out: Path = DEFAULT_OUT,
     providers: Sequence[Provider] = PROVIDERS,
     kinds: Sequence[ScenarioKind] | None = None,
+    shrink: bool = True,
 ) -> FuzzOutcome:
     """Run up to `cells` generated cells on `target` and on the reference; on the first
-    difference in the contract, shrink the cell and write it to `out` as a scenario file whose
-    `expect` is what the reference did there.
+    difference in the contract, shrink the cell (unless not `shrink`: then the cell is written
+    as it was generated, sooner) and write it to `out` as a scenario file whose `expect` is what
+    the reference did there.
 
     The cells are of the `kinds` given (default: every kind the target's hello declares); agent
     cells run on `runtime` (default `js`, else the first the target declares). Raises
@@ -468,7 +470,7 @@ def fuzz(
             max_examples=cells,
             deadline=None,
             derandomize=False,
-            phases=(Phase.generate, Phase.shrink),
+            phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
             suppress_health_check=list(HealthCheck),
             verbosity=Verbosity.quiet,
             print_blob=False,

@@ -54,6 +54,7 @@ class FuzzRunner(Protocol):
         runtime: str | None = ...,
         out: Path | None = ...,
         kinds: Sequence[ScenarioKind] | None = ...,
+        shrink: bool = ...,
     ) -> FuzzOutcome: ...
 
 
@@ -538,7 +539,7 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
     differences and the written scenario when the target differs from the reference.
 
     `harness_fuzz(cells=200, **options)` (the other options of `harness.fuzz.fuzz`: where the
-    search starts, the runtime, the output folder, the kinds of cell) returns the search's `FuzzOutcome` when no
+    search starts, the runtime, the output folder, the kinds of cell, whether to shrink) returns the search's `FuzzOutcome` when no
     difference was found; the scenario is written to the test's temporary folder by default.
     """
     from dataclasses import replace
@@ -553,6 +554,7 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
         runtime: str | None = None,
         out: Path | None = None,
         kinds: Sequence[ScenarioKind] | None = None,
+        shrink: bool = True,
     ) -> FuzzOutcome:
         target = fuzz_target(
             pytestconfig.getoption("harness_target"),
@@ -562,7 +564,13 @@ def harness_fuzz(pytestconfig: pytest.Config, tmp_path: Path) -> FuzzRunner:
             names=replace(PYTEST_NAMES, compare_reference="harness_fuzz"),
         )
         outcome = fuzz(
-            target, runtime=runtime, cells=cells, seed=seed, out=out or tmp_path, kinds=kinds
+            target,
+            runtime=runtime,
+            cells=cells,
+            seed=seed,
+            out=out or tmp_path,
+            kinds=kinds,
+            shrink=shrink,
         )
         if outcome.finding is not None:
             finding = outcome.finding

@@ -323,6 +323,7 @@ def test_harness_fuzz_finds_the_blind_spot_mutant(name: str, tmp_path: Path) -> 
             str(FUZZ_BUDGET),
             "--seed",
             "1",
+            "--no-shrink",  # found is what this measures; tests/scenarios/test_fuzz.py shrinks
             "--out",
             str(out),
         ],

@@ -103,6 +103,24 @@ def test_the_same_seed_finds_the_same_cell(
     assert outcome.finding.path.read_text() == written.read_text()
 
 
+def test_without_shrinking_the_first_differing_cell_is_written_as_generated(
+    wrong_code_run: tuple[int, str, Path], tmp_path: Path
+) -> None:
+    _, shrunk_output, shrunk = wrong_code_run
+    arguments = ["--kind", "agent", "--cells", str(BUDGET), "--no-shrink", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, ["fuzz", "--target", WRONG_CODE, *arguments])
+    assert result.exit_code == 1, result.output
+    (written,) = tmp_path.glob("*.yaml")
+    found_at = shrunk_output.split("on cell ", 1)[1].split(" ", 1)[0]
+    assert f"on cell {found_at} (--seed 0; not shrunk); the cell is in {written}" in result.output
+    (loaded,) = load_file(written)
+    (smallest,) = load_file(shrunk)
+    assert loaded.scenario.expect.error_code == "framework_forced_completion_exhausted"
+    assert len(loaded.scenario.script or []) >= len(smallest.scenario.script or [])
+    assert _fails_on(WRONG_CODE, written)
+    assert not _fails_on(REFERENCE_TARGET, written)
+
+
 def test_a_dropped_chunk_is_caught_by_the_written_chunk_sequence(tmp_path: Path) -> None:
     outcome = fuzz(
         TargetSpec(callable=DROPPED_CHUNK), cells=BUDGET, seed=1, out=tmp_path, kinds=["agent"]
