@@ -13,7 +13,7 @@ from benchmarks.fuzz_speed import main
 def test_a_small_run_reports_both_modes_the_shrink_and_the_verdict(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["--cells", "10", "--repeats", "1", "--seeds", "1"]) == 0
+    assert main(["--cells", "5", "--repeats", "1", "--seeds", "1"]) == 0
     report = capsys.readouterr().out
     for mode in (
         "harness fuzz (agent cells)",
