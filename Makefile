@@ -55,10 +55,11 @@ services:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$MISSING >/dev/null; \
 	fi
 
-# The static checks run side by side (each uses one core), then the tests.
+# The static checks and the tests run side by side: mypy and the docs build each use one core
+# for their first minute, and the tests' workers take up what they leave. Output is kept whole
+# per line; any of the four failing fails the target.
 test: services
-	$(MAKE) --no-print-directory -j3 lint typecheck docs
-	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory -j4 --output-sync=line lint typecheck docs unit
 
 # Quick feedback while editing: the tests that need no service, subprocess or browser, with the
 # `quick` hypothesis profile and no coverage. `make test` is still what CI runs.

@@ -306,7 +306,7 @@ def _numbers(value: object) -> list[float]:
     return []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(scenario=fuzz_scenarios())
 def test_generated_arguments_hold_only_numbers_javascript_and_python_write_alike(
     scenario: Scenario,
