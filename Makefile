@@ -56,10 +56,10 @@ services:
 	fi
 
 # The static checks and the tests run side by side: mypy and the docs build each use one core
-# for their first minute, and the tests' workers take up what they leave. Output is kept whole
-# per line; any of the four failing fails the target.
+# for their first minute, and the tests' workers take up what they leave (the checks' few lines
+# of output land among the test progress). Any of the four failing fails the target.
 test: services
-	$(MAKE) --no-print-directory -j4 --output-sync=line lint typecheck docs unit
+	$(MAKE) --no-print-directory -j4 lint typecheck docs unit
 
 # Quick feedback while editing: the tests that need no service, subprocess or browser, with the
 # `quick` hypothesis profile and no coverage. `make test` is still what CI runs.
