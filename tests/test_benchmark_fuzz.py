@@ -10,6 +10,7 @@ import pytest
 from benchmarks.fuzz_speed import main
 
 
+@pytest.mark.subprocess  # the Python example target is a command
 def test_a_small_run_reports_both_modes_the_shrink_and_the_verdict(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
