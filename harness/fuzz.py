@@ -37,11 +37,12 @@ from hypothesis.errors import HypothesisException, HypothesisWarning
 
 from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefinition
 from harness.errors import HarnessError
+from harness.json_body import canonical_number
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptedReply, ScriptTransport
 from harness.providers import PROVIDERS, Provider, find_provider
 from harness.scenarios.contract import request_view
-from harness.scenarios.expect import AgentObservation
+from harness.scenarios.expect import AgentObservation, module_observation
 from harness.scenarios.format import Scenario, StreamChunkExpect
 from harness.scenarios.load import LoadedScenario, load_file
 from harness.scenarios.on_target import TargetRunner, TargetSpec, target_runner
@@ -372,9 +373,7 @@ def _portable(value: Any) -> Any:
     JavaScript) as 0. The output hash is RFC 8785's, but a runtime that hashes with its own
     language's JSON writer is no bug for the fuzzer to report."""
     if isinstance(value, float):
-        if value.is_integer() or abs(value) < 1e-4:
-            return int(value)
-        return value
+        return 0 if abs(value) < 1e-4 else canonical_number(value)
     if isinstance(value, dict):
         return {key: _portable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -623,7 +622,12 @@ def write_scenario(scenario: Scenario, out: Path, *, description: str) -> Path:
         "name": name,
         "description": description,
         "tags": ["fuzz"],
-        **_cell_document(named),
+        # what runs, as the generated cell set it (the scenario model's own shape)
+        **named.model_dump(
+            mode="json",
+            exclude_unset=True,
+            exclude={"name", "description", "tags", "expect", "executions"},
+        ),
     }
     expected = reference_expect(named)
     if named.executions is not None:
@@ -647,46 +651,6 @@ def write_scenario(scenario: Scenario, out: Path, *, description: str) -> Path:
     return path
 
 
-def _cell_document(scenario: Scenario) -> dict[str, Any]:
-    """What runs, as the scenario file says it (everything but the name, description, tags and
-    expectations)."""
-    script = [
-        reply.model_dump(mode="json", exclude_defaults=True) for reply in scenario.script or []
-    ]
-    if scenario.kind == "completion":
-        return {"kind": "completion"}
-    if scenario.kind == "decision":
-        return {
-            "kind": "decision",
-            "provider": scenario.provider,
-            "models": [
-                model.model_dump(mode="json", exclude_defaults=True) for model in scenario.models
-            ],
-            **(
-                {"session": scenario.session.model_dump(mode="json", exclude_defaults=True)}
-                if scenario.session is not None
-                else {}
-            ),
-            **({"config": scenario.config} if scenario.config else {}),
-            **(
-                {"tool_policy": scenario.tool_policy.model_dump(mode="json", exclude_defaults=True)}
-                if scenario.tool_policy is not None
-                else {}
-            ),
-            "input": scenario.input,
-            "script": script,
-        }
-    assert scenario.agent is not None
-    return {
-        "provider": scenario.provider,
-        "model": scenario.model,
-        "runtimes": list(scenario.runtimes),
-        "stores": list(scenario.stores),
-        "script": script,
-        "agent": scenario.agent.model_dump(mode="json", exclude_defaults=True),
-    }
-
-
 def reference_expect(scenario: Scenario) -> list[dict[str, Any]]:
     """The `expect` blocks holding what the reference does on the one-cell `scenario`: one per
     execution of a completion cell, else one. Only what does not change from one run to the
@@ -702,15 +666,10 @@ def reference_expect(scenario: Scenario) -> list[dict[str, Any]]:
 def _module_expect(execution: ModuleExecution) -> dict[str, Any]:
     """A module execution's status, error type and code, outputs, and (when it called a model)
     its model calls."""
-    error = execution.error
-    expect: dict[str, Any] = {"status": "completed" if error is None else "failed"}
-    if error is not None:
-        expect["error_type"] = getattr(error, "type_name", type(error).__name__)
-        expect["error_code"] = error.code
-    expect["outputs"] = execution.outputs
-    if execution.llm_calls:
-        expect["llm_calls"] = execution.llm_calls
-    return expect
+    observed = module_observation(
+        outputs=execution.outputs, error=execution.error, llm_calls=execution.llm_calls
+    )
+    return {key: value for key, value in observed.items() if value is not None and value != 0}
 
 
 def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:

@@ -292,6 +292,21 @@ def check_downstream(wanted: dict[str, DownstreamExpect], result: WorkflowResult
     return mismatches
 
 
+def module_observation(
+    *, outputs: dict[str, Any], error: BaseException | None, llm_calls: int | None = None
+) -> dict[str, Any]:
+    """What one module execution did, under the `expect` keys that check it: `status`,
+    `error_code`, `error_type` (a target's reported `error.type`, else the exception's class),
+    `outputs` and `llm_calls`."""
+    return {
+        "status": "failed" if error is not None else "completed",
+        "error_code": getattr(error, "code", None),
+        "error_type": None if error is None else getattr(error, "type_name", type(error).__name__),
+        "outputs": outputs,
+        "llm_calls": llm_calls,
+    }
+
+
 def check_module(
     expect: Expect,
     *,
@@ -301,14 +316,7 @@ def check_module(
 ) -> list[Mismatch]:
     """Every mismatch between `expect` and one module execution."""
     given = expect.given()
-    status = "failed" if error is not None else "completed"
-    actual: dict[str, Any] = {
-        "status": status,
-        "error_code": getattr(error, "code", None),
-        "error_type": None if error is None else getattr(error, "type_name", type(error).__name__),
-        "outputs": outputs,
-        "llm_calls": llm_calls,
-    }
+    actual = module_observation(outputs=outputs, error=error, llm_calls=llm_calls)
     mismatches = [
         Mismatch(key, given[key], actual[key])
         for key in ("status", "error_code", "error_type", "outputs", "llm_calls")
