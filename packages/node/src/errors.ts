@@ -34,7 +34,8 @@ export function invalidArgument(expected: string, name: string, value: unknown):
   const type = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
   let shown: string;
   try {
-    shown = JSON.stringify(value) ?? String(value);
+    // JSON would show NaN and Infinity as null
+    shown = typeof value === "number" ? String(value) : (JSON.stringify(value) ?? String(value));
   } catch {
     shown = String(value);
   }

@@ -3,7 +3,7 @@
  * read what the code under test sent, close the session.
  */
 
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,6 +26,16 @@ export const SESSION_HEADER = "x-harness-session";
 const OUTPUT_KEPT = 64 * 1024;
 /** How long a stopping server has to save its recordings and exit before it is killed. */
 const STOP_SECONDS = 10;
+/**
+ * How long killed processes have to close the server's output before `stop()` stops waiting: a
+ * process that left the server's process group may hold it open for ever.
+ */
+const KILLED_WAIT_MS = 2_000;
+const READY_POLL_MS = 25;
+const DEFAULT_READY_TIMEOUT_MS = 60_000;
+const WINDOWS = process.platform === "win32";
+/** Signals a terminal sends its foreground process group, which a server in its own group misses. */
+const PASSED_ON: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 export interface ServeOptions {
   /** The cassettes folder (relative to this process's working directory). */
@@ -42,7 +52,10 @@ export interface ServeOptions {
   env?: Record<string, string | undefined>;
   /** More `harness serve` options, as its command line spells them (`--allow-repeats`). */
   args?: readonly string[];
-  /** How long the server may take to be ready; 60 s by default (`uvx` may install it first). */
+  /**
+   * How long the server may take to be ready, in milliseconds (finite, above 0); 60 s by
+   * default (`uvx` may install it first).
+   */
   readyTimeoutMs?: number;
 }
 
@@ -51,7 +64,11 @@ export interface HarnessServer {
   readonly url: string;
   /** The last 64 KiB the server printed: its request log and, once stopped, its summary. */
   output(): string;
-  /** Stop it as Ctrl-C does (SIGINT: recordings saved, summary printed) and wait for it to exit. */
+  /**
+   * Stop it as Ctrl-C does (SIGINT to its process group: recordings saved, summary printed) and
+   * wait for it to exit; what is still running 10 s later is killed (SIGKILL). Always resolves,
+   * at the latest about 12 s after the call; calling it again returns the same promise.
+   */
   stop(): Promise<void>;
 }
 
@@ -61,12 +78,18 @@ export interface HarnessServer {
  * The command is `HARNESS_BIN` (from `env`, else this process's environment), else `harness`
  * on the PATH, else `uvx --from completion-harness harness`. It runs with `--port 0
  * --ready-file <temporary file>` (or the port given); the URL it writes there is the server's.
- * Rejects with a `HarnessError` holding what the server printed when it exits first
- * (`serve_exited`) or is not ready within `readyTimeoutMs` (`serve_timeout`, the server is
- * stopped), and with `harness_not_found` when no command can be started.
+ * It runs in a process group of its own, so that stopping it also stops what it started (a
+ * wrapper script's `harness`, without `exec`); this process passes on the SIGINT, SIGTERM or
+ * SIGHUP it gets to that group and kills the group when it exits.
+ * Rejects with a `HarnessError` holding the last 64 KiB the server printed when it exits first
+ * (`serve_exited`) or is not ready within `readyTimeoutMs` (`serve_timeout`; however much it
+ * prints), with `harness_not_found` when no command can be started, and with
+ * `invalid_argument`, before starting anything, when an option is refused. On every rejection
+ * the process group is killed first.
  */
 export async function startServe(options: ServeOptions): Promise<HarnessServer> {
   const serveArgs = serveArguments(options);
+  const timeout = readyTimeout(options.readyTimeoutMs);
   const env = environment(options.env);
   const command = await harnessCommand(env);
   const folder = await mkdtemp(join(tmpdir(), "harness-serve-"));
@@ -74,15 +97,16 @@ export async function startServe(options: ServeOptions): Promise<HarnessServer> 
   const child = spawn(command.file, [...command.prefix, "serve", ...serveArgs, "--ready-file", readyFile], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
+    // a process group of its own (POSIX), which stop() signals whole; on Windows a new console
+    detached: !WINDOWS,
   });
-  let output = "";
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString("utf8")).slice(-OUTPUT_KEPT);
-  };
+  const output = new OutputTail(OUTPUT_KEPT);
+  const keep = (chunk: Buffer) => output.append(chunk);
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
   let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   let startError: Error | undefined;
+  // "close": the command exited and nothing holds its output open any more
   const exited = new Promise<void>((resolve) => {
     child.once("error", (error) => {
       startError = error;
@@ -93,42 +117,38 @@ export async function startServe(options: ServeOptions): Promise<HarnessServer> 
       resolve();
     });
   });
-  // A server left running when this process exits would hold its port: end it with us.
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
+  running.add(child);
 
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  /** Signal the group (SIGINT: save and exit) and wait, then kill what is left; never hangs. */
+  const end = (firstSignal: "SIGINT" | "SIGKILL"): Promise<void> => {
     stopping ??= (async () => {
-      process.removeListener("exit", killOnExit);
       if (exit === undefined && startError === undefined) {
-        child.kill("SIGINT");
-        const patience = new AbortController();
-        const stopped = await Promise.race([
-          exited.then(() => true),
-          sleep(STOP_SECONDS * 1000, false, { signal: patience.signal }).catch(() => true),
-        ]);
-        patience.abort(); // the timer must not keep this process alive
-        if (!stopped) {
-          child.kill("SIGKILL");
-          await exited;
-        }
+        signalGroup(child, firstSignal);
+        const stopped = firstSignal === "SIGKILL" || (await settlesWithin(exited, STOP_SECONDS * 1000));
+        if (!stopped) signalGroup(child, "SIGKILL");
+        await settlesWithin(exited, KILLED_WAIT_MS);
       }
+      signalGroup(child, "SIGKILL"); // what it started that closed its output, and lives on
+      running.delete(child);
+      // a process outside the group may still hold the pipes: they must not keep us alive
+      child.stdout.destroy();
+      child.stderr.destroy();
+      child.unref();
       await rm(folder, { recursive: true, force: true });
     })();
     return stopping;
   };
 
-  const timeout = options.readyTimeoutMs ?? 60_000;
   const deadline = Date.now() + timeout;
   const shown = [command.file, ...command.prefix, "serve", ...serveArgs].join(" ");
   for (;;) {
     const url = await readReadyFile(readyFile);
     if (url) {
-      return { url, output: () => output, stop };
+      return { url, output: () => output.text(), stop: () => end("SIGINT") };
     }
     if (startError !== undefined) {
-      await stop();
+      await end("SIGKILL");
       throw new HarnessError(
         "harness_not_found",
         `could not start \`${shown}\` (${startError.message}): set HARNESS_BIN to a harness executable, put \`harness\` on the PATH (pip install completion-harness), or install uv for \`uvx --from completion-harness harness\``,
@@ -136,23 +156,138 @@ export async function startServe(options: ServeOptions): Promise<HarnessServer> 
       );
     }
     if (exit !== undefined) {
-      await stop();
+      await end("SIGKILL");
       const status = exit.code === null ? `signal ${exit.signal}` : `exit ${exit.code}`;
       throw new HarnessError(
         "serve_exited",
-        `\`${shown}\` exited (${status}) before it was ready; it printed:\n${output.trim() || "(nothing)"}`,
+        `\`${shown}\` exited (${status}) before it was ready; it printed:\n${output.text().trim() || "(nothing)"}`,
       );
     }
-    if (Date.now() >= deadline) {
-      await stop();
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      // never ready, so nothing to save: no grace period
+      await end("SIGKILL");
       throw new HarnessError(
         "serve_timeout",
-        `\`${shown}\` was not ready within ${timeout} ms (readyTimeoutMs); it printed:\n${output.trim() || "(nothing)"}`,
+        `\`${shown}\` was not ready within ${timeout} ms (readyTimeoutMs); it printed:\n${output.text().trim() || "(nothing)"}`,
       );
     }
-    await Promise.race([sleep(25, undefined, { ref: false }), exited]);
+    await Promise.race([sleep(Math.min(READY_POLL_MS, left), undefined, { ref: false }), exited]);
   }
 }
+
+function readyTimeout(readyTimeoutMs: unknown): number {
+  if (readyTimeoutMs === undefined) return DEFAULT_READY_TIMEOUT_MS;
+  if (typeof readyTimeoutMs === "number" && Number.isFinite(readyTimeoutMs) && readyTimeoutMs > 0) {
+    return readyTimeoutMs;
+  }
+  throw invalidArgument(
+    `a finite number of milliseconds above 0 (${DEFAULT_READY_TIMEOUT_MS} when not given)`,
+    "readyTimeoutMs",
+    readyTimeoutMs,
+  );
+}
+
+/** Whether `promise` settled within `ms`; the timer does not keep this process alive. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const patience = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      sleep(ms, false, { signal: patience.signal, ref: false }),
+    ]);
+  } finally {
+    patience.abort();
+  }
+}
+
+/**
+ * The last `limit` bytes written to it, decoded when asked: appending costs little whatever the
+ * chunk (no decoding, a copy now and then), and however much a server prints it holds at most
+ * about three times the limit.
+ */
+class OutputTail {
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(private readonly limit: number) {}
+
+  append(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    if (this.#size > 2 * this.limit) {
+      const kept = Buffer.from(this.#last()); // a copy, so that the rest is freed
+      this.#chunks = [kept];
+      this.#size = kept.length;
+    }
+  }
+
+  text(): string {
+    const bytes = this.#last();
+    let start = 0;
+    // the cut may fall inside a character: drop its continuation bytes
+    while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start += 1;
+    return bytes.subarray(start).toString("utf8");
+  }
+
+  #last(): Buffer {
+    const all = Buffer.concat(this.#chunks, this.#size);
+    return all.subarray(Math.max(0, all.length - this.limit));
+  }
+}
+
+// -- the process groups of running servers ------------------------------------------------------
+
+/** Send `signal` to the child's process group (Windows has none: the child alone). */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return; // never started
+  try {
+    if (WINDOWS) child.kill(signal);
+    else process.kill(-child.pid, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+/**
+ * The servers started and not yet stopped. While there is one, this process listens for its
+ * exit and for the signals in PASSED_ON; the listeners go with the last server.
+ */
+class RunningServers {
+  readonly #children = new Set<ChildProcess>();
+
+  add(child: ChildProcess): void {
+    if (child.pid === undefined) return;
+    if (this.#children.size === 0) {
+      process.on("exit", this.#killAll);
+      for (const signal of PASSED_ON) process.on(signal, this.#passOn);
+    }
+    this.#children.add(child);
+  }
+
+  delete(child: ChildProcess): void {
+    if (this.#children.delete(child) && this.#children.size === 0) {
+      process.removeListener("exit", this.#killAll);
+      for (const signal of PASSED_ON) process.removeListener(signal, this.#passOn);
+    }
+  }
+
+  // A server left running when this process exits would hold its port: end it with us.
+  readonly #killAll = (): void => {
+    for (const child of this.#children) signalGroup(child, "SIGKILL");
+  };
+
+  readonly #passOn = (signal: NodeJS.Signals): void => {
+    for (const child of this.#children) signalGroup(child, signal);
+    // Listening replaced Node's default, dying by the signal; when no one else listens, die by it.
+    if (process.listenerCount(signal) === 1) {
+      for (const passed of PASSED_ON) process.removeListener(passed, this.#passOn);
+      process.kill(process.pid, signal);
+    }
+  };
+}
+
+const running = new RunningServers();
 
 function serveArguments(options: ServeOptions): string[] {
   if (typeof options !== "object" || options === null) {
