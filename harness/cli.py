@@ -27,7 +27,8 @@ _T = TypeVar("_T")
 
 class _Path(click.Path[Path]):
     """`click.Path` that refuses a NUL byte with a usage error (click's own check raises
-    `ValueError` from `os.stat` on one)."""
+    `ValueError` from `os.stat` on one), and an empty value, which names no file or folder
+    (`Path("")` would be the current folder)."""
 
     def convert(
         self,
@@ -37,6 +38,12 @@ class _Path(click.Path[Path]):
     ) -> Path:
         if "\x00" in os.fspath(value):
             self.fail(f"{os.fspath(value)!r} holds a NUL byte, which no path can", param, ctx)
+        if not os.fspath(value):
+            default = param.default if isinstance(param, click.Option) else None
+            instead = f" (or leave the option out: {default})" if default is not None else ""
+            self.fail(
+                f"'' is empty, which names no file or folder; give a path{instead}", param, ctx
+            )
         return super().convert(value, param, ctx)
 
 
@@ -363,13 +370,14 @@ def fuzz_command(
     """Generate cells (agent, decision and completion, as the target runs them), run each on
     the target and on the reference, and on the first difference write the smallest cell that
     shows it as a scenario file in OUT (its expect is what the reference did); exit 1 then, 0
-    when CELLS cells agree. The same --seed tries the same cells."""
-    from harness.fuzz import fuzz, fuzz_target
-
-    spec = _or_invalid(
-        lambda: fuzz_target(target, target_cmd, target_env, cell_timeout=cell_timeout)
-    )
+    when CELLS cells agree. The same --seed tries the same cells. Ctrl-C stops it at once
+    (exit 130), saying how far it got."""
     try:
+        from harness.fuzz import fuzz, fuzz_target
+
+        spec = _or_invalid(
+            lambda: fuzz_target(target, target_cmd, target_env, cell_timeout=cell_timeout)
+        )
         outcome = fuzz(
             spec,
             runtime=runtime,
@@ -379,12 +387,11 @@ def fuzz_command(
             kinds=list(kinds) or None,
             shrink=shrink,
         )
-    except KeyboardInterrupt:  # the target is ended by then; nothing was written
-        click.echo("interrupted: no difference found so far", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except HarnessError as error:  # an option the target refuses, or a target that cannot start
-        _exit_invalid(error)
-    except OSError as error:
+    except KeyboardInterrupt as interruption:  # the target is ended by then
+        _fuzz_interrupted(interruption, seed)
+    except HarnessError as error:  # an option the target refuses, a target that cannot start,
+        _exit_invalid(error)  # a scenario file that cannot be written
+    except OSError as error:  # --out cannot even be looked at
         click.echo(f"error: cannot write into {out} ({error.strerror or error})", err=True)
         sys.exit(EXIT_INVALID)
     for note in outcome.notes:
@@ -414,6 +421,38 @@ def fuzz_command(
             "to see it"
         )
     sys.exit(EXIT_FAILED)
+
+
+def _fuzz_interrupted(interruption: KeyboardInterrupt, seed: int) -> NoReturn:
+    """Say how far an interrupted `harness fuzz` got (`FuzzInterrupted`; a bare
+    `KeyboardInterrupt` came before the search began), and exit 130."""
+    from harness.fuzz import FuzzInterrupted
+
+    if not isinstance(interruption, FuzzInterrupted) or interruption.stage == "starting":
+        click.echo(f"interrupted before any cell ran (--seed {seed}); nothing was written")
+        sys.exit(EXIT_INTERRUPTED)
+    ran = f"interrupted after {interruption.cells_run} cells (--seed {seed})"
+    if interruption.written is not None:
+        click.echo(
+            f"{ran}: the target differs from the reference on cell {interruption.found_at}; "
+            f"the smallest cell is in {interruption.written} (not yet run on the target again)"
+        )
+    elif not interruption.found_at:
+        click.echo(f"{ran}: no difference from the reference so far; nothing was written")
+    else:
+        cut_short = (
+            "shrinking was cut short"
+            if interruption.stage == "shrinking"
+            else "it was interrupted before its scenario file was written"
+        )
+        click.echo(
+            f"{ran}: the target differs from the reference on cell {interruption.found_at}; "
+            f"{cut_short} and nothing was written (run the same command again, or with "
+            "--no-shrink to write the cell as it was generated)"
+        )
+    for line in interruption.differences:
+        click.echo(f"  {line}")
+    sys.exit(EXIT_INTERRUPTED)
 
 
 @main.command()
@@ -595,8 +634,8 @@ def serve(
     An SDK's base URL is http://HOST:PORT/c/<cassette>/v1 (OpenAI) or .../c/<cassette>
     (Anthropic); sessions are opened with POST /_harness/sessions. Record modes forward misses to
     the provider with this process's OPENAI_API_KEY / ANTHROPIC_API_KEY. GET
-    /_harness/cassettes lists the cassettes served and what was played of each; at exit, the
-    interactions no client played are printed, per cassette.
+    /_harness/cassettes lists the /c/ cassettes served (?session=<id>: that session's) and what
+    was played of each; at exit, the interactions no client played are printed, per cassette.
     """
     import os
 

@@ -143,8 +143,9 @@ class CassetteFormatError(CassetteError, ValueError):
     """Raised when a cassette cannot be read: it does not parse, has an unknown format version, is
     missing in record mode `none`, is not a regular file, is over the size limit
     (`HARNESS_MAX_CASSETTE_BYTES`, which must be a whole number above 0) or the nesting limit, or
-    holds an interaction a replay could not serve. The message names the file, and the line where
-    there is one."""
+    holds an interaction a replay could not serve (its events' timing, `offsets_ms`, beyond an
+    hour or out of order included). The message names the file, and the line or the
+    interaction and field where there is one."""
 
     code: ClassVar[str] = "cassette_format_invalid"
 

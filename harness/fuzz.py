@@ -37,6 +37,8 @@ from hypothesis.errors import HypothesisException, HypothesisWarning
 
 from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefinition
 from harness.errors import HarnessError
+from harness.files import write_atomically
+from harness.interrupts import Interrupts, interrupts_redelivered
 from harness.json_body import canonical_number
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptedReply, ScriptTransport
@@ -91,8 +93,74 @@ class FuzzOptionError(HarnessError, ValueError):
     code: ClassVar[str] = "fuzz_option_invalid"
 
 
+class FuzzWriteError(HarnessError, OSError):
+    """Raised when `harness fuzz` (`fuzz()`) found a difference but cannot write its scenario
+    file: the disk is full, the folder cannot be created or written. The message names the file
+    and the system's reason; no file is left behind, not even an empty one."""
+
+    code: ClassVar[str] = "fuzz_write_failed"
+
+
+class FuzzInterrupted(KeyboardInterrupt):
+    """Raised by `fuzz()` when Ctrl-C (SIGINT) stops the search: a `KeyboardInterrupt`, so what
+    stops on one stops on it, carrying how far the search got. The target was stopped, and no
+    scenario file was written unless `written` says one was."""
+
+    stage: Literal["starting", "searching", "shrinking", "writing"]
+    """What the search was doing: starting the target, generating cells, shrinking the first
+    that differed, or writing it."""
+    cells_run: int
+    """Cells that finished on the target and the reference, the shrinker's included."""
+    found_at: int
+    """The generated cell that first differed (1 for the first); 0 when none did."""
+    differences: tuple[str, ...]
+    """How the target differed on that cell (empty when none did)."""
+    written: Path | None
+    """The scenario file, when it was written before the interruption (it was then not yet
+    run on the target again)."""
+
+    def __init__(
+        self,
+        *,
+        stage: Literal["starting", "searching", "shrinking", "writing"],
+        cells_run: int,
+        found_at: int = 0,
+        differences: tuple[str, ...] = (),
+        written: Path | None = None,
+    ) -> None:
+        super().__init__(f"harness fuzz was interrupted while {stage} ({cells_run} cells run)")
+        self.stage = stage
+        self.cells_run = cells_run
+        self.found_at = found_at
+        self.differences = differences
+        self.written = written
+
+
 class _Diverged(Exception):
     """The property's failure: the target and the reference disagreed on the cell."""
+
+
+@dataclass(kw_only=True)
+class _Progress:
+    """How far a search got, for its outcome or its interruption."""
+
+    stage: Literal["starting", "searching", "shrinking", "writing"] = "starting"
+    cells_run: int = 0
+    skipped: int = 0
+    failures: list[tuple[Scenario, list[str], float, int]] = field(default_factory=list)
+    """Each differing cell (the first generated, then the shrinker's), its differences, when it
+    finished and how many cells had finished by then."""
+    written: Path | None = None
+
+    def interrupted(self) -> FuzzInterrupted:
+        first = self.failures[0] if self.failures else None
+        return FuzzInterrupted(
+            stage=self.stage,
+            cells_run=self.cells_run,
+            found_at=first[3] if first is not None else 0,
+            differences=tuple(first[1]) if first is not None else (),
+            written=self.written,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -440,8 +508,13 @@ def fuzz(
     The cells are of the `kinds` given (default: every kind the target's hello declares); agent
     cells run on `runtime` (default `js`, else the first the target declares). Raises
     `FuzzOptionError` for `cells` below 1, a negative `seed`, or a kind or runtime the target's
-    hello does not declare; the target's own errors (it cannot be started) propagate as
-    `HarnessError`s.
+    hello does not declare; `FuzzWriteError` when the scenario file cannot be written (a full
+    disk); the target's own errors (it cannot be started) propagate as `HarnessError`s.
+
+    Ctrl-C stops the search at once, also while a cell runs, while shrinking or while the file
+    is written, even where Python would drop the `KeyboardInterrupt` (`interrupts_redelivered`):
+    the target's process group is ended (SIGTERM, then SIGKILL after 2 s) and `FuzzInterrupted`
+    says how far the search got.
     """
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
         raise FuzzOptionError(
@@ -453,75 +526,124 @@ def fuzz(
             f"expected a --seed of 0 or more but got seed={seed!r} (type={type(seed).__name__})"
         )
     _refuse_unwritable(out)
-    options = RunOptions()
+    progress = _Progress()
+    interrupts = Interrupts()
     with target_runner(replace(target, compare_reference=True)) as runner:
-        hello = runner.hello(runner.under_test)
-        searched = _kinds(hello, kinds)
-        runtime = _runtime(hello, runtime, searched)
-        strategy = fuzz_scenarios(
-            runtime=runtime, providers=providers, features=hello.features, kinds=searched
-        )
-        ran = [0, 0]  # cells, skipped
-        failures: list[tuple[Scenario, list[str], float, int]] = []
-
-        @settings(
-            database=None,
-            max_examples=cells,
-            deadline=None,
-            derandomize=False,
-            phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
-            suppress_health_check=list(HealthCheck),
-            verbosity=Verbosity.quiet,
-            print_blob=False,
-            report_multiple_bugs=False,
-        )
-        @hypothesis_seed(seed)
-        @given(strategy)
-        def agrees(scenario: Scenario) -> None:
-            ran[0] += 1
-            result = runner.run_cell(_cell(scenario, out), options)
-            if result.skipped is not None:
-                ran[1] += 1
-                return
-            problems = _problems(result)
-            if problems:
-                failures.append((scenario, problems, time.perf_counter(), ran[0]))
-                raise _Diverged
-
-        started = time.perf_counter()
-        notes: list[str] = []
+        # an interruption leaves the block first, so `target_runner` ends the target with nothing
+        # sending SIGINT any more (Ctrl-C pressed again there kills it without waiting)
         try:
-            with warnings.catch_warnings():
-                # a finding of a 65,536-character answer is written to a file, never printed
-                warnings.simplefilter("ignore", HypothesisWarning)
-                agrees()
-        except _Diverged:
-            pass
-        except HypothesisException as error:  # a target that answers one cell two ways
-            notes.append(
-                f"the target did not answer the same cell the same way twice ({type(error).__name__})"
-            )
-        finished = time.perf_counter()
-        if not failures:
-            return FuzzOutcome(
-                cells_run=ran[0],
-                skipped=ran[1],
-                search_seconds=finished - started,
-                shrink_seconds=0.0,
-                notes=notes,
-            )
-        first_failure, found_at = failures[0][2:]
-        scenario, problems, _, _ = failures[-1]  # hypothesis replays the smallest one last
-        finding = _write_finding(runner, scenario, problems, seed, out)
+            with interrupts_redelivered() as interrupts:
+                return _search(
+                    runner,
+                    progress,
+                    interrupts,
+                    runtime=runtime,
+                    cells=cells,
+                    seed=seed,
+                    out=out,
+                    providers=providers,
+                    kinds=kinds,
+                    shrink=shrink,
+                )
+        except KeyboardInterrupt:
+            raise progress.interrupted() from None
+        except Exception:
+            if interrupts.received:  # a library turned the interruption into its own error
+                raise progress.interrupted() from None
+            raise
+
+
+def _search(
+    runner: TargetRunner,
+    progress: _Progress,
+    interrupts: Interrupts,
+    *,
+    runtime: str | None,
+    cells: int,
+    seed: int,
+    out: Path,
+    providers: Sequence[Provider],
+    kinds: Sequence[ScenarioKind] | None,
+    shrink: bool,
+) -> FuzzOutcome:
+    """`fuzz()` on a connected target, noting in `progress` how far it got; it stops at the
+    next cell once Ctrl-C was pressed (`interrupts`), also where the interruption came out as
+    another error (a cell that failed because of it is no difference)."""
+    options = RunOptions()
+    hello = runner.hello(runner.under_test)
+    searched = _kinds(hello, kinds)
+    runtime = _runtime(hello, runtime, searched)
+    strategy = fuzz_scenarios(
+        runtime=runtime, providers=providers, features=hello.features, kinds=searched
+    )
+    failures = progress.failures
+
+    @settings(
+        database=None,
+        max_examples=cells,
+        deadline=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        report_multiple_bugs=False,
+    )
+    @hypothesis_seed(seed)
+    @given(strategy)
+    def agrees(scenario: Scenario) -> None:
+        interrupts.stop_if_received()
+        result = runner.run_cell(_cell(scenario, out), options)
+        interrupts.stop_if_received()
+        progress.cells_run += 1
+        if result.skipped is not None:
+            progress.skipped += 1
+            return
+        problems = _problems(result)
+        if problems:
+            failures.append((scenario, problems, time.perf_counter(), progress.cells_run))
+            if shrink:
+                progress.stage = "shrinking"
+            raise _Diverged
+
+    started = time.perf_counter()
+    notes: list[str] = []
+    progress.stage = "searching"
+    try:
+        with warnings.catch_warnings():
+            # a finding of a 65,536-character answer is written to a file, never printed
+            warnings.simplefilter("ignore", HypothesisWarning)
+            agrees()
+    except _Diverged:
+        pass
+    except HypothesisException as error:  # a target that answers one cell two ways
+        notes.append(
+            f"the target did not answer the same cell the same way twice ({type(error).__name__})"
+        )
+    interrupts.stop_if_received()  # whatever hypothesis made of an interrupted cell
+    finished = time.perf_counter()
+    if not failures:
         return FuzzOutcome(
-            cells_run=ran[0],
-            skipped=ran[1],
-            search_seconds=first_failure - started,
-            shrink_seconds=finished - first_failure,
-            found_at=found_at,
-            finding=finding,
+            cells_run=progress.cells_run,
+            skipped=progress.skipped,
+            search_seconds=finished - started,
+            shrink_seconds=0.0,
             notes=notes,
         )
+    first_failure, found_at = failures[0][2:]
+    scenario, problems, _, _ = failures[-1]  # hypothesis replays the smallest one last
+    progress.stage = "writing"
+    finding = _write_finding(runner, scenario, problems, seed, out, progress)
+    interrupts.stop_if_received()  # the file is written, but not checked on the target
+    return FuzzOutcome(
+        cells_run=progress.cells_run,
+        skipped=progress.skipped,
+        search_seconds=first_failure - started,
+        shrink_seconds=finished - first_failure,
+        found_at=found_at,
+        finding=finding,
+        notes=notes,
+    )
 
 
 def _refuse_unwritable(out: Path) -> None:
@@ -587,12 +709,13 @@ def _write_finding(
     problems: list[str],
     seed: int,
     out: Path,
+    progress: _Progress,
 ) -> FuzzFinding:
     description = (
         f"Found by harness fuzz --seed {seed}: the target differed from the reference "
         f"({problems[0].split(':', 1)[0]}); the expect is what the reference did."
     )
-    path = write_scenario(scenario, out, description=description)
+    path = progress.written = write_scenario(scenario, out, description=description)
     (loaded,) = load_file(path)  # what was written loads, as `harness run` will read it
     on_target = replace(runner, reference=None).run_cell(
         Cell(loaded, *loaded.scenario.cells()[0]), RunOptions()
@@ -637,7 +760,6 @@ def write_scenario(scenario: Scenario, out: Path, *, description: str) -> Path:
         ]
     else:
         document["expect"] = expected[0]
-    out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.yaml"
     text = (
         "# A cell `harness fuzz` found; commit it to keep the difference fixed.\n"
@@ -647,7 +769,14 @@ def write_scenario(scenario: Scenario, out: Path, *, description: str) -> Path:
             [document], sort_keys=False, allow_unicode=False, width=100, default_flow_style=None
         )
     )
-    path.write_text(text, encoding="utf-8")
+    try:  # the whole file or none: a full disk leaves no empty or partial scenario behind
+        write_atomically(path, text.encode("utf-8"))
+    except OSError as error:
+        raise FuzzWriteError(
+            f"cannot write the scenario file {path}: {error.strerror or error}; free some "
+            "space or give --out a folder you can write, then run the same command again "
+            "(the same --seed finds the same cell)"
+        ) from None
     return path
 
 

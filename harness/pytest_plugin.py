@@ -271,14 +271,37 @@ def _one_recording_run(config: pytest.Config) -> None:
     """Make the session one recording run, so that in mode `all` the first save of a cassette
     replaces it and later saves (other tests, scenarios or xdist workers) merge into it instead
     of each replacing the one before. Set before xdist starts its workers, which inherit it.
+    The controller joins the run, so it lasts as long as the session, whichever workers come and
+    go (`harness.cassettes.recording_run`); a name in the environment is checked first.
     """
-    from harness.cassettes.store import RUN_ID_VARIABLES
+    from harness.cassettes.recording_run import given_run_id
+    from harness.errors import HarnessError
 
-    if any(os.environ.get(variable) for variable in RUN_ID_VARIABLES):
+    if hasattr(config, "workerinput"):
         return
-    environment = pytest.MonkeyPatch()
-    environment.setenv("HARNESS_RECORD_RUN_ID", f"pytest-{uuid.uuid4().hex}")
-    config.add_cleanup(environment.undo)
+    try:
+        run_id = given_run_id()
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from None
+    if run_id is None:
+        run_id = f"pytest-{uuid.uuid4().hex}"
+        environment = pytest.MonkeyPatch()
+        environment.setenv("HARNESS_RECORD_RUN_ID", run_id)
+        config.add_cleanup(environment.undo)
+    _hold_run(config, run_id)
+
+
+def _hold_run(config: pytest.Config, run_id: str) -> None:
+    """Join the run `run_id` for the session; lazily, only once a cassette records, would let
+    the run end between two xdist workers' recordings."""
+    from harness.cassettes.recording_run import join_run, leave_run
+    from harness.errors import HarnessError
+
+    try:
+        join_run(run_id)
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.add_cleanup(lambda: leave_run(run_id))
 
 
 def _planned(config: pytest.Config) -> RunPlan:

@@ -347,6 +347,17 @@ def test_re_recording_in_mode_all_keeps_every_test_of_the_session(
         assert len(Cassette.load(shared).interactions) == 6
 
 
+def test_re_recording_with_a_run_name_that_is_not_safe_is_a_usage_error(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_RECORD_RUN_ID", "nightly\r")
+    project.makepyfile(test_parallel=PARALLEL_RECORDING)
+    result = project.runpytest("--harness-record-mode=all")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*expected HARNESS_RECORD_RUN_ID to be 1 to 128 ASCII*"])
+    assert not (project.path / "cassettes" / "shared.json").exists()
+
+
 def finish_reply(request: ReceivedRequest) -> Reply:
     reply = ScriptedReply(
         tool_calls=(ScriptedToolCall(name="__finish__", arguments={"city": "Paris"}),)

@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "CassetteUnplayedError": "harness.errors",
     "CassetteWriteError": "harness.errors",
     "RecordModeError": "harness.errors",
+    "RecordRunIdError": "harness.cassettes.recording_run",
     "PLACEHOLDER": "harness.scrub",
     "SIGNING_KEY_VARIABLE": "harness.scrub",
     "Scrubber": "harness.scrub",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         canonical_request_key,
     )
     from harness.cassettes.modes import RecordMode
+    from harness.cassettes.recording_run import RecordRunIdError
     from harness.cassettes.transport import CassetteTransport, HttpxCassetteTransport
     from harness.errors import (
         CassetteError,
@@ -90,6 +92,7 @@ __all__ = [
     "Interaction",
     "RecordMode",
     "RecordModeError",
+    "RecordRunIdError",
     "RecordedRequest",
     "RecordedResponse",
     "Scrubber",

@@ -64,8 +64,10 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
+    WithJsonSchema,
     WrapValidator,
 )
+from pydantic_core import PydanticCustomError
 
 from harness import files
 from harness.cassettes.key import KEY_VERSIONS, canonical_request_key, keyed_headers
@@ -198,12 +200,64 @@ class RecordedResponse(_CassetteModel):
         return self.status, headers, self.chunks()
 
 
+MAX_OFFSET_MS: Final = 3_600_000
+"""The latest an event of a recorded stream may arrive, in milliseconds from the start of its
+answer: an hour. Longer is no recording (a provider's stream lasts seconds or minutes), so a
+paced replay never waits longer than this times its slowdown."""
+
+
+def _event_offsets(offsets: list[int]) -> list[int]:
+    """`offsets` when each is from 0 to `MAX_OFFSET_MS` and none is before the one preceding
+    it (events arrive in order); else an error naming the event, its offset and the bounds.
+    Checked on every load: the offsets are outside the digest, so only this check stops an
+    edited file from pacing a replay for days."""
+    previous = 0
+    for index, offset in enumerate(offsets):
+        if not 0 <= offset <= MAX_OFFSET_MS:
+            raise PydanticCustomError(
+                "event_offset_out_of_range",
+                f"event {index} is at {_milliseconds(offset)}, outside the 0 to {MAX_OFFSET_MS:,} ms "
+                "(an hour) an event's offset from the start of the answer may be; re-record "
+                "the cassette, or delete the interaction's offsets_ms to replay it unpaced",
+            )
+        if offset < previous:
+            raise PydanticCustomError(
+                "event_offset_out_of_order",
+                f"event {index} is at {offset:,} ms, before event {index - 1} at {previous:,} "
+                "ms, and events arrive in order; re-record the cassette, or delete the "
+                "interaction's offsets_ms to replay it unpaced",
+            )
+        previous = offset
+    return offsets
+
+
+def _milliseconds(offset: int) -> str:
+    # an integer may have thousands of digits: the message says where it is, not all of them
+    if offset >= 10**15:
+        return "10^15 ms or more"
+    if offset <= -(10**15):
+        return "-10^15 ms or less"
+    return f"{offset:,} ms"
+
+
+EventOffsets = Annotated[
+    list[
+        Annotated[int, WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_OFFSET_MS})]
+    ],
+    AfterValidator(_event_offsets),
+]
+"""When each event of a stream arrived: milliseconds from the start of the answer, from 0 to
+`MAX_OFFSET_MS`, in order."""
+
+
 class Interaction(_CassetteModel):
     """One recorded request and its response; `occurrence` counts from 1 per key.
 
     `offsets_ms` is, for an event stream, when each event arrived, in milliseconds from the
     start of the answer: what a paced replay keeps to. It is timing, not content: outside the
-    digest, so re-recording unchanged traffic leaves the file as it was.
+    digest, so re-recording unchanged traffic leaves the file as it was. Each offset is at
+    most an hour (3,600,000 ms) and none is before the one preceding it; a file that says
+    otherwise is refused when it is loaded.
     """
 
     key: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
@@ -211,7 +265,7 @@ class Interaction(_CassetteModel):
     request: RecordedRequest
     response: RecordedResponse
     digest: str
-    offsets_ms: list[Annotated[int, Field(ge=0)]] | None = None
+    offsets_ms: EventOffsets | None = None
 
     @classmethod
     def build(
@@ -222,7 +276,14 @@ class Interaction(_CassetteModel):
         response: RecordedResponse,
         offsets_ms: list[int] | None = None,
     ) -> Interaction:
-        """An interaction with its digest computed."""
+        """An interaction with its digest computed. Timing a file may not hold (a stream whose
+        events came over more than `MAX_OFFSET_MS`) is not kept: the answer replays unpaced,
+        and the cassette it is saved in still loads."""
+        if offsets_ms is not None:
+            try:
+                _event_offsets(offsets_ms)
+            except PydanticCustomError:
+                offsets_ms = None
         return cls(
             key=key,
             occurrence=occurrence,

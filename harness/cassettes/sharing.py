@@ -11,8 +11,11 @@ every conversation that shares a turn shares its answer, so its later turns key 
 What is shared: every `CassetteTransport` open on the same file in this process, every connection
 and session of one `harness serve`, and, when the recording run is named in the environment
 (`HARNESS_RECORD_RUN_ID`, or pytest-xdist's `PYTEST_XDIST_TESTRUNUID` for its workers), every
-process of that run: the first to send a request holds a lock named after its key until its
-answer is recorded and left beside the lock for the others. An answer the provider gave as a transient
+process of that run (`harness.cassettes.recording_run`): the first to send a request holds a
+lock named after its key until its answer is recorded and left beside the lock for the others,
+in the run's private folder; an answer left there is played only when its digest, request and run
+check out. Every recorder that plays a shared answer keeps it in what it saves, so the answer
+survives the death of the process that recorded it. An answer the provider gave as a transient
 failure (408, 409, 429, or a 5xx status) is not shared: the SDK's retry goes to the provider and
 is recorded as the next answer to that request, so replay plays the failure, then the answer.
 """
@@ -32,10 +35,10 @@ import anyio
 import anyio.to_thread
 from filelock import FileLock, Timeout
 
-from harness.cassettes.cassette import Interaction
-from harness.cassettes.store import lock_base
+from harness.cassettes.cassette import Interaction, interaction_digest, max_cassette_bytes
+from harness.cassettes.recording_run import RecordingRun
 from harness.errors import CassetteError
-from harness.files import write_atomically
+from harness.files import read_regular_file, write_atomically
 
 _log = logging.getLogger(__name__)
 
@@ -92,36 +95,56 @@ class Lead:
 
 class RunAnswers:
     """The answers every process of one recording run shares for one cassette: a lock per
-    request key, and each recorded answer in a file beside it, in the cassette's lock folder."""
+    request key, and each recorded answer in a file beside it, in the run's private folder
+    (`harness.cassettes.recording_run`), removed with the run."""
 
-    def __init__(self, path: Path, run_id: str) -> None:
-        base = lock_base(path)
-        self._base = str(base)
-        self._run = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        _prune_once(base.parent)
-
-    def _name(self, key: str) -> str:
-        return key.removeprefix("sha256:")[:32]
+    def __init__(self, path: Path, run: RecordingRun) -> None:
+        self._run = run
+        self.cassette_name = hashlib.sha256(
+            str(path.resolve()).encode("utf-8", "surrogatepass")
+        ).hexdigest()[:32]
 
     def lock(self, key: str) -> FileLock:
         # thread_local=False: an async client acquires it in a worker thread, lands elsewhere
-        return FileLock(f"{self._base}.{self._name(key)}.lock", thread_local=False)
-
-    def _answer_file(self, key: str) -> Path:
-        return Path(f"{self._base}.{self._run}.{self._name(key)}.answer.json")
+        return FileLock(self._run.handoff(self.cassette_name, key)[0], thread_local=False)
 
     def recorded(self, key: str) -> Interaction | None:
-        """The answer another process of the run recorded for `key`, if any."""
+        """The answer another process of this run recorded for `key`, if any. One that is not
+        this run's, not for `key` or not the content its digest says is refused (with a
+        warning): the caller sends the request itself."""
+        answer_file = self._run.handoff(self.cassette_name, key)[1]
         try:
-            return Interaction.model_validate(json.loads(self._answer_file(key).read_bytes()))
-        except (OSError, ValueError):  # none yet, or unreadable: this process records it
+            left = json.loads(read_regular_file(answer_file, max_cassette_bytes()))
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError) as error:
+            _log.warning("a shared answer could not be read, so it is recorded again: %s", error)
+            return None
+        try:
+            answer = Interaction.model_validate(left["interaction"])
+            genuine = (
+                left.get("run") == self._run.token
+                and answer.key == key
+                and answer.digest
+                == interaction_digest(key, answer.occurrence, answer.request, answer.response)
+            )
+        except (KeyError, TypeError, ValueError):
+            genuine = False
+        if not genuine:
+            _log.warning(
+                "a shared answer left for another process of this run does not match its digest, "
+                "request or run, so it is not played: the request is recorded again"
+            )
+            return None
+        return answer
 
     def publish(self, key: str, answer: Interaction) -> None:
         try:
             # ASCII JSON: a lone surrogate in a body (half an emoji) is written as its escape
-            text = json.dumps(answer.model_dump(mode="json", exclude_none=True))
-            write_atomically(self._answer_file(key), text.encode("ascii"))
+            text = json.dumps(
+                {"run": self._run.token, "interaction": answer.model_dump(mode="json")}
+            )
+            write_atomically(self._run.handoff(self.cassette_name, key)[1], text.encode("ascii"))
         except (OSError, ValueError) as error:  # the others record on their own
             _log.warning("a shared answer could not be left for other processes: %s", error)
 
@@ -217,37 +240,18 @@ class SharedAnswers:
                 return claimed.answer
 
 
-STALE_SECONDS: Final = 24 * 3600.0
-"""Answers left for other processes older than this belong to runs long over: removed."""
-_pruned: list[Path] = []
-
-
-def _prune_once(folder: Path) -> None:
-    """Remove the answer files runs left in `folder` more than a day ago (once a process)."""
-    if folder in _pruned:
-        return
-    _pruned.append(folder)
-    now = time.time()
-    for stale in folder.glob("*.answer.json"):
-        try:
-            if now - stale.stat().st_mtime > STALE_SECONDS:
-                stale.unlink()
-        except OSError:  # another process removed it first
-            continue
-
-
 _REGISTRY: Final[dict[Path, SharedAnswers]] = {}
 _REGISTRY_LOCK: Final = threading.Lock()
 
 
-def open_shared(path: Path, run_id: str | None = None) -> SharedAnswers:
+def open_shared(path: Path, run: RecordingRun | None = None) -> SharedAnswers:
     """The shared answers of the cassette at `path` in this process (one more user); with
-    `run_id`, shared with every process of that recording run too."""
+    `run`, shared with every process of that recording run too."""
     with _REGISTRY_LOCK:
         shared = _REGISTRY.get(path.resolve())
         if shared is None:
-            run = RunAnswers(path, run_id) if run_id else None
-            shared = _REGISTRY[path.resolve()] = SharedAnswers(run)
+            answers = RunAnswers(path, run) if run is not None else None
+            shared = _REGISTRY[path.resolve()] = SharedAnswers(answers)
         shared.users += 1
         return shared
 

@@ -5,18 +5,19 @@ takes an inter-process lock, re-reads the file, appends its own new interactions
 renumbered per key), and writes the result atomically, so no process loses another's work.
 
 Mode `all` replaces the file with this run's traffic alone. A *run* may span transports and
-processes: its id is `HARNESS_RECORD_RUN_ID`, else pytest-xdist's `PYTEST_XDIST_TESTRUNUID`, else
-one id per transport. The first `all` save of a run replaces what an earlier run left; later
-`all` saves of the same run (other tests, other workers) merge into it.
+processes (`harness.cassettes.recording_run`): the first `all` save of a run replaces what an
+earlier run left, even one of the same name; later `all` saves of the same run (other tests,
+other workers) merge into it.
+
+An answer a recorder played from another (an identical request, `harness.cassettes.sharing`) is
+saved by every recorder that played it, so no answer is lost when the one that recorded it dies
+before it saves; a merge writes it once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
@@ -34,32 +35,24 @@ from harness.cassettes.cassette import (
     renumber,
     write_atomically,
 )
+from harness.cassettes.recording_run import private_folder
 from harness.errors import CassetteError, CassetteWriteError
 
-RUN_ID_VARIABLES: Final = ("HARNESS_RECORD_RUN_ID", "PYTEST_XDIST_TESTRUNUID")
 LOCK_TIMEOUT_SECONDS: Final = 120.0
 
 
-def current_run_id() -> str:
-    """The id shared by every transport and process of this recording run (a new one if unset)."""
-    for variable in RUN_ID_VARIABLES:
-        value = os.environ.get(variable)
-        if value:
-            return value
-    return uuid.uuid4().hex
-
-
-def shared_run() -> bool:
-    """Whether the recording run may span processes: its id is named in the environment
-    (`RUN_ID_VARIABLES`)."""
-    return any(os.environ.get(name) for name in RUN_ID_VARIABLES)
-
-
 def lock_base(path: Path) -> Path:
-    """Where the cassette at `path` keeps its locks and markers: outside the repository, so no
-    lock file is ever committed by accident (a name, to which each use adds a suffix)."""
-    folder = Path(tempfile.gettempdir()) / "harness-cassette-locks"
-    folder.mkdir(parents=True, exist_ok=True)
+    """Where the cassette at `path` keeps its lock and save marker: in this user's private
+    recording folder, outside the repository, so no lock file is ever committed by accident (a
+    name, to which each use adds a suffix)."""
+    folder = private_folder() / "cassettes"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as error:
+        raise CassetteWriteError(
+            f"cassette {path}: its lock folder {folder} cannot be created: "
+            f"{error.strerror or error}"
+        ) from error
     digest = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
     return folder / digest[:32]
 
@@ -115,9 +108,10 @@ def save_recording(
     *,
     replace: bool,
     provider: str | None,
-    run_id: str,
+    run_token: str,
     saved: int = 0,
     identical_requests: IdenticalRequests | None = None,
+    once_each: Collection[int] = (),
 ) -> None:
     """Merge `recorded` into the cassette at `path` (or replace it, see the module docstring).
 
@@ -129,22 +123,28 @@ def save_recording(
     new file is written in the current format. `identical_requests` is written to the metadata
     (a merge without it keeps the file's).
 
+    `once_each` are the indexes in `recorded` of interactions written only where the file (or
+    this save) does not hold the same request and answer already: the answers of a shared
+    cassette, which every recorder that played one keeps.
+    `run_token` is the run's (`RecordingRun.token`), kept beside the file as the save marker.
+
     Raises `CassetteFormatError` when the path is not a regular file or (merging) the file on
     disk is invalid, `CassetteTamperedError` when it does not verify, and `CassetteWriteError`
     when it cannot be written.
     """
     with lock_for(path):
         marker = Path(str(lock_base(path)) + ".run")
-        same_run = marker.exists() and marker.read_text(encoding="utf-8") == run_id
+        same_run = _marker_token(marker) == run_token
         base: Sequence[Interaction]
         if replace and not same_run:
-            existing, base, new = _replaced(path), [], recorded
+            existing, base, first = _replaced(path), [], 0
             format = FORMAT
         else:
             existing = _merged_into(path)
             base = existing.interactions if existing is not None else []
-            new = recorded[saved:]
+            first = saved
             format = existing.format if existing is not None else FORMAT
+        new = _without_known_answers(base, recorded, first, once_each)
         merged = renumber([*base, *new])
         previous = existing.metadata if existing is not None else None
         identical = identical_requests or (previous.identical_requests if previous else None)
@@ -162,15 +162,48 @@ def save_recording(
             )
             write_atomically(path, Cassette.from_document(path, document).dumps())
         if replace:
-            marker.write_text(run_id, encoding="utf-8")
+            marker.write_bytes(run_token.encode("ascii"))
         else:
             marker.unlink(missing_ok=True)
 
 
-def recorded_in_run(path: Path, run_id: str) -> bool:
-    """Whether a re-recording (mode `all`) of this run has written the cassette at `path`."""
-    marker = Path(str(lock_base(path)) + ".run")
+def _without_known_answers(
+    base: Sequence[Interaction],
+    recorded: Sequence[Interaction],
+    first: int,
+    once_each: Collection[int],
+) -> list[Interaction]:
+    """`recorded[first:]`, less each of `once_each` that `base` or an earlier one holds already."""
+    keys = {recorded[index].key for index in once_each if index >= first}
+    if not keys:
+        return list(recorded[first:])
+    known = {(i.key, _answer(i)) for i in base if i.key in keys}
+    new: list[Interaction] = []
+    for index in range(first, len(recorded)):
+        interaction = recorded[index]
+        if interaction.key in keys:
+            answer = (interaction.key, _answer(interaction))
+            if index in once_each and answer in known:
+                continue
+            known.add(answer)
+        new.append(interaction)
+    return new
+
+
+def _answer(interaction: Interaction) -> str:
+    """What makes two recordings of one request the same answer (the digest leaves out the
+    occurrence, which a merge renumbers)."""
+    return interaction.with_occurrence(1).digest
+
+
+def _marker_token(marker: Path) -> str | None:
     try:
-        return marker.read_text(encoding="utf-8") == run_id
-    except OSError:
-        return False
+        return marker.read_bytes().decode("ascii")
+    except (OSError, ValueError):
+        return None
+
+
+def recorded_in_run(path: Path, run_token: str) -> bool:
+    """Whether a re-recording (mode `all`) of the run whose token is `run_token` has written the
+    cassette at `path`."""
+    return _marker_token(Path(str(lock_base(path)) + ".run")) == run_token

@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -46,19 +47,16 @@ from harness.cassettes.key import keyed_headers, split_pointer
 from harness.cassettes.modes import RecordMode
 from harness.cassettes.pacing import PacedStream, paced_offsets, parse_pace
 from harness.cassettes.record import Recorder
+from harness.cassettes.recording_run import checked_run_id, given_run_id, join_run
 from harness.cassettes.sharing import (
     IdenticalRequestsError,
     Lead,
     SharedAnswers,
     close_shared,
+    is_transient,
     open_shared,
 )
-from harness.cassettes.store import (
-    current_run_id,
-    recorded_in_run,
-    save_recording,
-    shared_run,
-)
+from harness.cassettes.store import recorded_in_run, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
     AnyRequest,
@@ -144,7 +142,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.path = Path(path)
         self.pace = parse_pace(pace)
         self.keep_when_idle = keep_when_idle
-        self.run_id = run_id or current_run_id()
+        named = checked_run_id(run_id, "run_id") if run_id is not None else given_run_id()
+        self.run_id = named or uuid.uuid4().hex
         self.mode = RecordMode.parse(mode)
         if inner is not None and not any(
             library.owns_transport(inner, asynchronous=kind)
@@ -162,6 +161,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             split_pointer(pointer)  # a bad pointer fails here, not at the first request
         self.provider = provider
         exists = cassette_exists(self.path)
+        self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
+            self.mode is RecordMode.ONCE and not exists
+        )
+        run = join_run(named) if named is not None and self.recording else None
+        self._run_token = run.token if run is not None else self.run_id
         if self.mode is RecordMode.NONE and not exists:
             raise CassetteFormatError(
                 f"cassette {self.path} does not exist and record mode is 'none'; record it with "
@@ -173,7 +177,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.mode is RecordMode.ALL
             and identical_requests != "separate"
             and exists
-            and recorded_in_run(self.path, self.run_id)
+            and recorded_in_run(self.path, self._run_token)
         )
         replaying = exists and (self.mode is not RecordMode.ALL or continuing)
         self.cassette = (
@@ -192,11 +196,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             provider=provider,
             key_version=self.cassette.key_version,
         )
-        self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
-            self.mode is RecordMode.ONCE and not exists
-        )
         self._shared: SharedAnswers | None = (
-            open_shared(self.path, run_id=self.run_id if shared_run() else None)
+            open_shared(self.path, run)
             if self.recording and self.identical_requests == "shared"
             else None
         )
@@ -207,6 +208,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._fast_keys = self.cassette.exact_requests
         self._last_played: dict[str, int] = {}
         self._recorded: list[Interaction] = []
+        self._adopted: set[int] = set()
+        """Indexes in `_recorded` of answers played from another recorder (`_adopt`)."""
         self._recorded_counts: dict[str, int] = {}
         self._saved = 0
         self._parts: dict[int, tuple[int, list[tuple[bytes, bytes]], list[bytes]]] = {}
@@ -343,6 +346,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self._shared is not None:
             shared = self._shared.answer_for(key)
             if isinstance(shared, Interaction):
+                self._adopt(shared)
                 return self._shared_answer(shared, library)
             lead = shared
         try:
@@ -367,6 +371,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if self._shared is not None:
             shared = await self._shared.answer_for_async(key)
             if isinstance(shared, Interaction):
+                self._adopt(shared)
                 return self._shared_answer(shared, library)
             lead = shared
         try:
@@ -449,6 +454,16 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.provider = detect_provider(request.url.path)
         return interaction
 
+    def _adopt(self, answer: Interaction) -> None:
+        """Keep a shared answer this transport played, to be saved with what it recorded: if the
+        recorder that recorded it never saves (its process was killed), the answer this
+        conversation went on from is still in the cassette. A save writes it once."""
+        with self._lock:
+            self._adopted.add(len(self._recorded))
+            self._recorded.append(answer)
+        if self.provider is None:
+            self.provider = detect_provider(answer.request.path)
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
@@ -460,9 +475,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
     @property
     def recorded(self) -> list[Interaction]:
-        """Interactions recorded by this transport, not yet saved."""
+        """Interactions this transport recorded from the provider (not the shared answers it
+        played from other recorders), saved or not."""
         with self._lock:
-            return list(self._recorded)
+            return [i for n, i in enumerate(self._recorded) if n not in self._adopted]
 
     def save(self) -> None:
         """Write what was recorded since the last save, merged with the file on disk.
@@ -476,6 +492,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         with self._save_lock:
             with self._lock:
                 recorded = list(self._recorded)
+                once_each = (
+                    {i for i, x in enumerate(recorded) if not is_transient(x.response.status)}
+                    if self.identical_requests == "shared"
+                    else self._adopted.copy()
+                )
             replaces = self.mode is RecordMode.ALL and not self.keep_when_idle
             if replaces or len(recorded) > self._saved:
                 save_recording(
@@ -484,8 +505,9 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                     saved=self._saved,
                     replace=self.mode is RecordMode.ALL,
                     provider=self.provider,
-                    run_id=self.run_id,
+                    run_token=self._run_token,
                     identical_requests=self.identical_requests,
+                    once_each=once_each,
                 )
             self._saved = len(recorded)
 

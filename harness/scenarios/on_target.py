@@ -316,20 +316,24 @@ class _ReportedError(Exception):
 def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
     """Connect the target (and the reference), start the replay server; close all at the end,
     within bounded time, also when the run is interrupted (a command target's process group is
-    ended however its children hold its pipes)."""
+    ended however its children hold its pipes; on Ctrl-C, at once, without `shutdown`)."""
     from harness.serve import ReplayServer  # Starlette and uvicorn load only for a target run
 
     with ReplayServer() as server:
         under_test = _Connected(spec.open())
         reference = _Connected(CallableTarget(REFERENCE_TARGET)) if spec.compare_reference else None
+        interrupted = False
         try:
             yield TargetRunner(spec, server, under_test, reference)
+        except KeyboardInterrupt:  # Ctrl-C: the target is ended at once, not asked to shut down
+            interrupted = True
+            raise
         finally:
             try:  # bounded; Ctrl-C during it still ends the target, then goes on
-                under_test.target.close()
+                under_test.target.close(interrupted=interrupted)
             finally:
                 if reference is not None:
-                    reference.target.close()
+                    reference.target.close(interrupted=interrupted)
 
 
 # -- the cell as a message --------------------------------------------------------------------------

@@ -122,12 +122,18 @@ def _previous(path: Path) -> Iterator[Path | None]:
 
 @contextmanager
 def _one_recording_run() -> Iterator[None]:
-    """Every cassette shared by several scenarios is rewritten once, then appended to."""
+    """Every cassette shared by several scenarios is rewritten once, then appended to: one
+    recording run, joined here and left when the recording ends."""
+    from harness.cassettes.recording_run import join_run, leave_run
+
     previous = os.environ.get("HARNESS_RECORD_RUN_ID")
-    os.environ["HARNESS_RECORD_RUN_ID"] = f"record-{uuid.uuid4().hex}"
+    run_id = f"record-{uuid.uuid4().hex}"
+    os.environ["HARNESS_RECORD_RUN_ID"] = run_id
+    join_run(run_id)
     try:
         yield
     finally:
+        leave_run(run_id)
         if previous is None:
             del os.environ["HARNESS_RECORD_RUN_ID"]
         else:

@@ -20,7 +20,7 @@ import sys
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ import anyio
 import httpx2
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
@@ -40,7 +41,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from harness.cassettes import CassetteMissError, CassetteTransport, RecordMode
 from harness.cassettes.cassette import IdenticalRequests
 from harness.cassettes.key import KEYED_HEADERS, canonical_request_key
-from harness.cassettes.store import RUN_ID_VARIABLES
+from harness.cassettes.pacing import PacedStream, PaceError, parse_pace
+from harness.cassettes.recording_run import RUN_ID_VARIABLES, checked_run_id
 from harness.errors import CassetteError, HarnessError
 from harness.http_clients import AnyRequest, ChunkStream, http_errors
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
@@ -64,7 +66,7 @@ from harness.serve.cassette_usage import (
     cassette_name,
     served_cassette,
 )
-from harness.serve.limits import ServeLimits
+from harness.serve.limits import STOP_GRACE_SECONDS, ServeLimits
 from harness.serve.request_log import LogFormat, Outcome, format_line, key_prefix, write_line
 from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
 
@@ -127,20 +129,28 @@ class ServeConfig:
     identical_requests: IdenticalRequests | None = None
     pace: float | None = None
     """How replayed event streams are timed: a speed factor of the recorded timing (1 is as
-    recorded), None as fast as the client reads (`harness.cassettes.pacing`)."""
+    recorded) within `parse_pace`'s range, None as fast as the client reads
+    (`harness.cassettes.pacing`)."""
     allow_session_record: bool = False
     control_token: str | None = None
     limits: ServeLimits = field(default_factory=ServeLimits)
     environ: Mapping[str, str] = field(default_factory=dict)
     log_format: LogFormat | None = None
 
+    def __post_init__(self) -> None:
+        if self.pace is not None:
+            parse_pace(self.pace)  # PaceError for a speed out of range, infinite or NaN
+
     def recording_run(self) -> str:
         """The recording run every cassette of this server saves as (see
-        `harness.cassettes.store`): `HARNESS_RECORD_RUN_ID` in its environment, else one of the
-        server's own, so sessions recording in mode `all` add to each other instead of each
-        replacing the cassette."""
-        given = (self.environ.get(name) for name in RUN_ID_VARIABLES)
-        return next((run for run in given if run), None) or uuid.uuid4().hex
+        `harness.cassettes.recording_run`): `HARNESS_RECORD_RUN_ID` in its environment, else one
+        of the server's own, so sessions recording in mode `all` add to each other instead of
+        each replacing the cassette. Raises `RecordRunIdError` for a name not in the safe form."""
+        for name in RUN_ID_VARIABLES:
+            given = self.environ.get(name)
+            if given:
+                return checked_run_id(given, name)
+        return f"serve-{uuid.uuid4().hex}"
 
     def upstream(self, provider: Provider) -> str:
         """The root a miss for `provider` is recorded from (its endpoint's path follows)."""
@@ -173,7 +183,8 @@ class SessionSpec(BaseModel):
     identical_requests: IdenticalRequests | None = None
     """How the session's recording answers identical requests; the server's setting if unset."""
     pace: str | float | None = None
-    """`recorded`, a number of times faster, or `off`; the server's `--pace` if unset."""
+    """`recorded`, a number of times faster (0.001 to 1,000,000), or `off`; the server's
+    `--pace` if unset."""
     output_tool: str = Field(default=DEFAULT_OUTPUT_TOOL, min_length=1)
 
     @field_validator("provider", mode="plain")
@@ -183,6 +194,20 @@ class SessionSpec(BaseModel):
         if value is not None and checked is None:
             raise ValueError(unknown_provider(value))
         return checked
+
+    @field_validator("pace", mode="plain", json_schema_input_type=str | float | None)
+    @classmethod
+    def _a_pace(cls, value: object) -> str | float | None:
+        """A pace `parse_pace` takes (whatever the session plays: a script is never paced,
+        but a pace it could not take is a mistake all the same); a number as a float."""
+        try:
+            speed = parse_pace(value)
+        except PaceError as error:
+            # the message as the template's value: a pace given as text may hold braces
+            raise PydanticCustomError(
+                "pace_invalid", "{message}", {"message": str(error)}
+            ) from None
+        return value if value is None or isinstance(value, str) else speed
 
 
 @dataclass
@@ -349,8 +374,11 @@ class _SharedUpstream(httpx2.AsyncBaseTransport):
 
     def __init__(self) -> None:
         self._pool: httpx2.AsyncHTTPTransport | None = None
+        self._shut = False
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._shut:  # the server is stopping: nothing more is recorded
+            raise httpx2.ConnectError("harness serve is stopping", request=request)
         if self._pool is None:
             self._pool = httpx2.AsyncHTTPTransport()
         return await self._pool.handle_async_request(request)
@@ -359,9 +387,11 @@ class _SharedUpstream(httpx2.AsyncBaseTransport):
         """Closing a cassette that borrowed the pool leaves it open."""
 
     async def shutdown(self) -> None:
+        """Close the pool, breaking off any answer still being read, for good."""
+        self._shut = True
         if self._pool is not None:
-            await self._pool.aclose()
-            self._pool = None
+            pool, self._pool = self._pool, None
+            await pool.aclose()
 
 
 class ServeRefusedError(HarnessError, PermissionError):
@@ -394,6 +424,8 @@ class ReplayApp:
         self._usage = CassetteUsage()
         """What the transports closed so far played, for the summary printed at shutdown."""
         self._upstream = _SharedUpstream()
+        self.stopping = False
+        """Whether the server has begun to stop (`stop`)."""
         self._control = Starlette(
             routes=[
                 StarletteRoute(f"{CONTROL_PREFIX}/health", self.health, methods=["GET"]),
@@ -503,6 +535,17 @@ class ReplayApp:
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         yield
         await self.close()
+
+    async def stop(self) -> None:
+        """The server has begun to stop: `STOP_GRACE_SECONDS` later, as the answers still going
+        out are cut off (`BoundedConnection.shutdown`), the connections to the providers are
+        closed, so a recording still reading a provider's answer ends then. Its answer is
+        broken off, and so never recorded (as when a provider breaks one off): a recording is
+        whole or not at all. Without this, a slow provider would hold the stop as long as it
+        took to answer."""
+        self.stopping = True
+        await anyio.sleep(STOP_GRACE_SECONDS)
+        await self._upstream.shutdown()
 
     # -- the provider APIs ------------------------------------------------------------------------
 
@@ -645,6 +688,7 @@ class ReplayApp:
             response,
             transport,
             in_memory=in_memory,
+            stopping=lambda: self.stopping,
             status_code=response.status_code,
             headers=headers,
         )
@@ -914,19 +958,42 @@ class ReplayApp:
         return JSONResponse(session.report())
 
     async def list_cassettes(self, request: Request) -> Response:
-        """Every cassette open now, for its `/c/` URL or a session, with what was played."""
-        served = [
-            served_cassette(name, cassette.transport)
-            for cassette in self.cassettes.values()
-            if (name := cassette_name(cassette.path, self._root)) is not None
-        ]
-        served.extend(
-            served_cassette(session.cassette, session.transport, session.id)
-            for session in self.sessions.values()
+        """The cassettes open now with what was played of each, as far as the client may see:
+        a session's id is what lets a client use it (it is never listed), so `?session=<id>`
+        lists that session's cassette alone, and without it only the `/c/` cassettes, which
+        every client may use, are listed."""
+        given = request.query_params.getlist("session")
+        problem = _listing_query_problem(set(request.query_params), given)
+        if problem is not None:
+            return _control_error(
+                400,
+                f"{problem}; GET {CONTROL_PREFIX}/cassettes takes session=<id> (the id "
+                f"POST {CONTROL_PREFIX}/sessions answered) to list that session's cassette, "
+                "and nothing to list the server's own /c/ cassettes",
+            )
+        if not given:
+            served = [
+                served_cassette(name, cassette.transport)
+                for cassette in self.cassettes.values()
+                if (name := cassette_name(cassette.path, self._root)) is not None
+            ]
+            served.sort(key=lambda cassette: cassette.name)
+            return JSONResponse(CassetteListing(cassettes=served).model_dump(mode="json"))
+        identifier = given[0]
+        exchange = request.scope.get(_EXCHANGE_SCOPE_KEY)
+        if isinstance(exchange, _Exchange):
+            exchange.session = identifier
+        session = self.sessions.get(identifier)
+        if session is None:
+            return _control_error(404, f"no session {identifier!r}")
+        if isinstance(exchange, _Exchange):
+            exchange.cassette = session.cassette
+        listed = (
+            [served_cassette(session.cassette, session.transport, session.id)]
             if session.cassette is not None and isinstance(session.transport, CassetteTransport)
+            else []
         )
-        served.sort(key=lambda cassette: (cassette.name, cassette.session or ""))
-        return JSONResponse(CassetteListing(cassettes=served).model_dump(mode="json"))
+        return JSONResponse(CassetteListing(cassettes=listed).model_dump(mode="json"))
 
     def _tally(self, transport: CassetteTransport | ScriptTransport) -> None:
         """Count what a cassette transport played before it closes, for the shutdown summary."""
@@ -988,6 +1055,11 @@ class _RelayResponse(StreamingResponse):
     nothing is saved until the cassette closes: a save in the middle of a re-recording would
     replace the cassette with the first answers alone, so re-recording unchanged traffic would
     rewrite it.
+
+    A paced replay is watched for its client leaving too: its waits would otherwise go on for
+    the stream's whole recorded length after the client (or, when the server stops, its cut
+    off connection) is gone, and hold the server's stop as long. A recording still under way
+    when the server stops is broken off (`ReplayApp.stop`), and not recorded.
     """
 
     def __init__(
@@ -996,17 +1068,20 @@ class _RelayResponse(StreamingResponse):
         transport: CassetteTransport | ScriptTransport,
         *,
         in_memory: bool,
+        stopping: Callable[[], bool],
         **options: Any,
     ) -> None:
-        self._chunks = _chunks(upstream, shielded=not in_memory)
+        self._chunks = _chunks(upstream, shielded=not in_memory, stopping=stopping)
         super().__init__(self._chunks, **options)
         self._upstream = upstream
         self._transport = transport
         self._in_memory = in_memory
+        self._stopping = stopping
+        self._paced = isinstance(upstream.stream, PacedStream)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            if self._in_memory:
+            if self._in_memory and not self._paced:
                 # A replay or a script: every event is already here, so there is nothing to stop
                 # early when the client leaves (the server drops writes to a closed connection).
                 # Starlette's watch for the client leaving, a task per response, cost about as
@@ -1017,16 +1092,24 @@ class _RelayResponse(StreamingResponse):
         finally:
             with anyio.CancelScope(shield=True):
                 await self._chunks.aclose()
-                await self._upstream.aclose()  # a recording reads the rest here
+                try:
+                    await self._upstream.aclose()  # a recording reads the rest here
+                except http_errors():
+                    if not self._stopping():
+                        raise
+                    # broken off by the stop (ReplayApp.stop): not recorded, nothing to report
                 transport = self._transport
                 if _records(transport) and transport.mode is not RecordMode.ALL:
                     await anyio.to_thread.run_sync(transport.save)
 
 
-async def _chunks(upstream: httpx2.Response, *, shielded: bool) -> AsyncGenerator[bytes, None]:
+async def _chunks(
+    upstream: httpx2.Response, *, shielded: bool, stopping: Callable[[], bool]
+) -> AsyncGenerator[bytes, None]:
     """`upstream`'s body as it arrives. A `shielded` read is shielded from the client going
     away: cancelling it mid-read would end the provider's stream there, and the part read so far
-    would be recorded as the whole answer."""
+    would be recorded as the whole answer. One broken off because the server is `stopping`
+    (`ReplayApp.stop`) ends the relay as its connection is cut off."""
     if upstream.is_stream_consumed:  # built from content: the body is already here
         yield upstream.content
         return
@@ -1036,8 +1119,15 @@ async def _chunks(upstream: httpx2.Response, *, shielded: bool) -> AsyncGenerato
             yield chunk
         return
     while True:
-        with anyio.CancelScope(shield=True):
-            chunk = await anext(chunks, b"")
+        try:
+            with anyio.CancelScope(shield=True):
+                chunk = await anext(chunks, b"")
+        except http_errors():
+            if not stopping():
+                raise
+            # not recorded; ending the answer here would tell the client it is whole, so wait
+            # for the cut (BoundedConnection.shutdown), which cancels this relay
+            await anyio.sleep_forever()
         if not chunk:  # the end (httpx2 never yields an empty chunk)
             return
         yield chunk
@@ -1120,6 +1210,21 @@ def _control_endpoint(method: str, path: str) -> tuple[str, str | None]:
     if path in (sessions, f"{CONTROL_PREFIX}/cassettes"):
         return f"{method} {path}", None
     return f"{method} {CONTROL_PREFIX}/...", None
+
+
+def _listing_query_problem(names: set[str], sessions: list[str]) -> str | None:
+    """What is wrong with the query of a cassette listing (the parameter `names`, the values
+    of `session`), or None: a misspelt parameter would otherwise list other cassettes than
+    the client meant."""
+    unknown = sorted(names - {"session"})
+    if unknown:
+        noun = "parameter" if len(unknown) == 1 else "parameters"
+        return f"unknown query {noun} {', '.join(repr(name[:40]) for name in unknown[:3])}"
+    if len(sessions) > 1:
+        return f"session is given {len(sessions)} times"
+    if sessions == [""]:
+        return "session is empty"
+    return None
 
 
 def _control_outcome(status: int) -> Outcome:

@@ -6,6 +6,10 @@ descriptors without bound. A request body is read up to `max_request_bytes`; at 
 first (their recordings saved); a connection that has not sent a request's headers within
 `header_timeout` seconds, or sent nothing after a response for `idle_timeout`, is closed; and
 beyond `max_connections` a new connection takes the place of the one idle the longest.
+
+Nor may they hold the server up when it stops: an answer still going out `STOP_GRACE_SECONDS`
+after the stop began (a paced replay may run for minutes) is cut off, its connection closed, and
+whatever request is still running `STOP_TIMEOUT_SECONDS` after it is cancelled.
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ MIB: Final = 1024 * 1024
 _DESCRIPTORS_KEPT: Final = 64
 """File descriptors left for what is not a client connection: the listening socket, cassette
 files and their locks, connections to the provider while recording."""
+STOP_GRACE_SECONDS: Final = 0.5
+"""How long, once the server is stopping, an answer going out has to finish before its
+connection is closed: long enough for one already whole in memory, not for a paced stream."""
+STOP_TIMEOUT_SECONDS: Final = 1
+"""When, once the server is stopping, every request still running is cancelled (uvicorn's
+`timeout_graceful_shutdown`, which is otherwise unbounded): a backstop, since the answers are cut
+off and the recordings broken off (`ReplayApp.stop`) after `STOP_GRACE_SECONDS`. With the
+cassettes' closing after it, `harness serve` exits within 2 s of SIGTERM or SIGINT."""
 
 
 def default_max_connections() -> int:
@@ -143,6 +155,19 @@ class BoundedConnection(HttpToolsProtocol):
         self._disarm_header_timer()
         self.transport.close()
 
+    def shutdown(self) -> None:
+        """The server is stopping: close the connection now if it is between requests (as
+        uvicorn does), else once its answer has gone out, or after `STOP_GRACE_SECONDS` at the
+        latest, the answer cut off. A paced replay's wait is cancelled as its client goes."""
+        super().shutdown()
+        if not self.transport.is_closing():
+            self.loop.call_later(STOP_GRACE_SECONDS, self._cut_off)
+
+    def _cut_off(self) -> None:
+        if not self.transport.is_closing():
+            # abort, not close: close waits for a client that stopped reading to take the rest
+            self.transport.abort()
+
 
 def bounded_connection(limits: ServeLimits) -> type[BoundedConnection]:
     """A connection class enforcing `limits`, for `uvicorn.Config(http=...)`."""
@@ -150,6 +175,8 @@ def bounded_connection(limits: ServeLimits) -> type[BoundedConnection]:
 
 
 __all__ = [
+    "STOP_GRACE_SECONDS",
+    "STOP_TIMEOUT_SECONDS",
     "BoundedConnection",
     "ServeLimitError",
     "ServeLimits",

@@ -3,6 +3,7 @@ a context manager for tests (`with ReplayServer(...) as server: ...`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import ipaddress
@@ -11,7 +12,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
@@ -34,7 +35,7 @@ from harness.serve.app import (
     ServeConfig,
     Session,
 )
-from harness.serve.limits import ServeLimits, bounded_connection
+from harness.serve.limits import STOP_TIMEOUT_SECONDS, ServeLimits, bounded_connection
 from harness.serve.request_log import LogFormat
 
 STARTUP_SECONDS: Final = 30.0
@@ -48,16 +49,33 @@ class ServeError(HarnessError, OSError):
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, calling `on_ready` once it accepts connections."""
+    """uvicorn's server, calling `on_ready` once it accepts connections and `on_stop` as it
+    begins to stop (SIGTERM, SIGINT, `ReplayServer.stop`)."""
 
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        on_ready: Callable[[], None],
+        on_stop: Callable[[], Awaitable[None]],
+    ) -> None:
         super().__init__(config)
         self._on_ready = on_ready
+        self._on_stop = on_stop
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if not self.should_exit:
             self._on_ready()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # alongside uvicorn's shutdown, which waits for the requests that on_stop ends
+        stopping = asyncio.ensure_future(self._on_stop())
+        try:
+            await super().shutdown(sockets)
+        finally:
+            stopping.cancel()  # still waiting out its grace: every request ended sooner
+            with contextlib.suppress(asyncio.CancelledError):
+                await stopping
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -116,6 +134,9 @@ def _uvicorn_config(app: ReplayApp) -> uvicorn.Config:
         http=bounded_connection(limits),
         loop="auto",  # uvloop, installed with harness where it runs
         timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # a float works
+        # uvicorn waits for every request to end, however long: a paced replay held a stop for
+        # as long as its stream lasted (BoundedConnection.shutdown cuts the answers off first)
+        timeout_graceful_shutdown=STOP_TIMEOUT_SECONDS,
     )
 
 
@@ -131,6 +152,7 @@ def serve_forever(
     accepted, the base URL is announced and written to `ready_file` (atomically, so a reader
     never sees half of it). Refuses to listen beyond loopback without a control token."""
     check_exposure(host, config)
+    app = ReplayApp(config)  # a bad configuration is refused before anything listens
     listener = bind(host, port)
     url = base_url(listener)
 
@@ -147,7 +169,7 @@ def serve_forever(
     # Ctrl-C is how a user stops the server. uvicorn has shut down cleanly (recordings saved)
     # before it raises the signal again; that is a normal end, not a failure.
     with contextlib.suppress(KeyboardInterrupt):
-        _Server(_uvicorn_config(ReplayApp(config)), ready).run(sockets=[listener])
+        _Server(_uvicorn_config(app), ready, app.stop).run(sockets=[listener])
 
 
 class ReplayServer:
@@ -190,11 +212,11 @@ class ReplayServer:
             log_format=log_format,
         )
         check_exposure(host, self.config)
+        self._app = ReplayApp(self.config)
         self._listener = bind(host, port)
         self.url = base_url(self._listener)
         self._ready = threading.Event()
-        self._app = ReplayApp(self.config)
-        self._server = _Server(_uvicorn_config(self._app), self._ready.set)
+        self._server = _Server(_uvicorn_config(self._app), self._ready.set, self._app.stop)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._listener]}, daemon=True
         )

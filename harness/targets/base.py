@@ -23,9 +23,10 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
+from harness.json_body import json_nesting_depth
 from harness.targets.errors import (
     TargetCrashedError,
     TargetError,
@@ -48,6 +49,11 @@ _KILL_GRACE: Final = 2.0
 """Seconds between SIGTERM and SIGKILL when a target's process group is ended."""
 _EXIT_GRACE: Final = 1.0
 """Seconds for what follows an exit: its last lines to be read, the process to be reaped."""
+MAX_ANSWER_DEPTH: Final = 512
+"""The deepest an answer may nest, in arrays and objects (a line a command target writes, or what
+a Python target returns): twice what any answer can hold (a JSON value in an answer is refused
+past about 250 levels), and shallow enough that reading it never nears Python's recursion limit.
+A deeper answer is a protocol error, found without recursion and without parsing it."""
 _POLL_SECONDS: Final = 0.2
 _READ_BYTES: Final = 65_536
 _FINAL_READS: Final = 64
@@ -67,7 +73,9 @@ class Target(Protocol):
         """What the target wrote to stderr since the last call (empty for a callable)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, *, interrupted: bool = False) -> None:
+        """Let the target go; `interrupted` (Ctrl-C ended the run): without waiting for it."""
+        ...
 
 
 class CallableTarget:
@@ -99,13 +107,15 @@ class CallableTarget:
             raise TargetProtocolError(
                 f"{self.name} returned {type(answer).__name__}; return the answer as a dict"
             )
+        if _nested_deeper_than(answer, MAX_ANSWER_DEPTH):
+            raise TargetProtocolError(_too_deep_message(self.name, "returned an answer"))
         check_answer_id(message, answer, self.name)
         return answer
 
     def take_stderr(self) -> str:
         return ""
 
-    def close(self) -> None:
+    def close(self, *, interrupted: bool = False) -> None:
         return None
 
 
@@ -341,15 +351,21 @@ class CommandTarget:
             if output is not None:
                 output.close()
 
-    def close(self) -> None:
+    def close(self, *, interrupted: bool = False) -> None:
         """Send `shutdown`, give the target a moment to exit, then end its process group. A
-        target still busy with a cell (the run was interrupted) is ended at once; Ctrl-C while it
-        shuts down ends it without waiting, and is raised again."""
+        target still busy with a cell, or any target when the run was `interrupted` (Ctrl-C), is
+        ended at once (SIGTERM, then SIGKILL after 2 s); Ctrl-C while it shuts down ends it
+        without waiting, and is raised again."""
         process = self._process
         if process is None:
             return
         try:
-            if not self._awaiting and process.poll() is None and self._stdin is not None:
+            if (
+                not interrupted
+                and not self._awaiting
+                and process.poll() is None
+                and self._stdin is not None
+            ):
                 with contextlib.suppress(TargetError):
                     self._send(b'{"type": "shutdown"}\n', time.monotonic() + _SHUTDOWN_GRACE, 0)
                 if self._stdin is not None:
@@ -481,6 +497,8 @@ def _named(message: Mapping[str, Any]) -> str:
 
 def _described_line(line: bytes, answered: set[tuple[str, ...]]) -> str:
     """A line the target wrote, by what it answers, never by its content."""
+    if _too_deep(line):
+        return f"a line nested deeper than {MAX_ANSWER_DEPTH} levels ({len(line)} bytes)"
     try:
         answer = json.loads(line)
     except ValueError:
@@ -528,6 +546,8 @@ def check_answer_id(message: Mapping[str, Any], answer: Mapping[str, Any], name:
 
 
 def _decoded(line: bytes, name: str) -> dict[str, Any]:
+    if _too_deep(line):
+        raise TargetProtocolError(_too_deep_message(name, f"wrote an answer ({len(line)} bytes)"))
     try:
         answer = json.loads(line)
     except ValueError:
@@ -538,6 +558,40 @@ def _decoded(line: bytes, name: str) -> dict[str, Any]:
             "stdout carries the protocol only: write diagnostics to stderr"
         )
     return answer
+
+
+def _too_deep(line: bytes) -> bool:
+    """Whether `line` nests deeper than `MAX_ANSWER_DEPTH`, found without recursion (Python's
+    JSON parser recurses once per level); counting brackets first keeps an answer cheap."""
+    return (
+        line.count(b"[") + line.count(b"{") > MAX_ANSWER_DEPTH
+        and json_nesting_depth(line) > MAX_ANSWER_DEPTH
+    )
+
+
+def _nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether `value` holds lists, tuples or dicts more than `limit` levels deep, found without
+    recursion, depth first: a structure that holds itself is found too, at once."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _too_deep_message(name: str, what: str) -> str:
+    return (
+        f"{name} {what} nested deeper than {MAX_ANSWER_DEPTH} levels of arrays and objects; no "
+        "answer of the protocol nests that deep, so it was not read"
+    )
 
 
 def _innermost(error: BaseException) -> str:

@@ -38,7 +38,7 @@ class TargetCrashedError(TargetError):
 
 class TargetProtocolError(TargetError):
     """Raised when a target under test answers outside the target protocol: a stdout line that is
-    not a JSON object, an answer with another cell's id, a second answer, or a reply the cell cannot
-    use. The cell fails; the run goes on."""
+    not a JSON object or nests deeper than 512 levels, an answer with another cell's id, a second
+    answer, or a reply the cell cannot use. The cell fails; the run goes on."""
 
     code = "target_protocol_invalid"

@@ -89,3 +89,88 @@ def converse(path: str, worker: int, run_id: str, out: str, start: Any) -> None:
             answers.append(text)
             messages.append({"role": "assistant", "content": text})
     Path(out).write_text(json.dumps(answers))
+
+
+KILL_STEPS = ("in_flight", "answered", "published", "released", "before_save")
+"""Where the process that sends a shared request first dies by SIGKILL: while its request is at
+the provider, after the answer came but before it was handed over, after it was handed over but
+before the request's lock was let go, after that, and after its whole conversation but before
+its save."""
+
+
+def converse_handing_over(
+    path: str, role: str, step: str, run_id: str, folder: str, out: str
+) -> None:
+    """One process of a mode-`all` recording run holding a three-turn conversation whose first
+    turn every process sends identically. The `leader` sends it first and is killed at `step`
+    of handing its answer over; the `follower` sends it while the leader holds it, and saves."""
+    import os
+    import signal
+    import time
+
+    from harness.cassettes import sharing
+
+    os.environ["HARNESS_RECORD_RUN_ID"] = run_id
+    marks = Path(folder)
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def wait_for(name: str) -> None:
+        deadline = time.monotonic() + 30
+        while not (marks / name).exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(name)
+            time.sleep(0.01)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        last = json.loads(request.content)["messages"][-1]["content"]
+        if role == "leader" and last == "What time is it?":
+            (marks / "leading").touch()
+            wait_for("following")
+            time.sleep(0.3)  # the follower's identical request now waits on the leader's lock
+            if step == "in_flight":
+                die()
+        text = (
+            f"{role} says it is {time.time():.6f}" if last == "What time is it?" else f"re: {last}"
+        )
+        return httpx2.Response(
+            200, json={"choices": [{"message": {"role": "assistant", "content": text}}]}
+        )
+
+    if role == "leader":
+        publish, land = sharing.RunAnswers.publish, sharing.SharedAnswers.land
+
+        def publishing(self: Any, key: str, answer: Any) -> None:
+            if step == "answered":
+                die()
+            publish(self, key, answer)
+            if step == "published":
+                die()
+
+        def landing(self: Any, key: str, answer: Any) -> None:
+            land(self, key, answer)
+            if step == "released":
+                die()
+
+        sharing.RunAnswers.publish = publishing  # type: ignore[method-assign]
+        sharing.SharedAnswers.land = landing  # type: ignore[method-assign]
+    else:
+        wait_for("leading")
+
+    transport = CassetteTransport(path, mode="all", inner=httpx2.MockTransport(handler))
+    messages = [{"role": "user", "content": "What time is it?"}]
+    answers = []
+    with httpx2.Client(transport=transport, base_url="https://api.openai.com") as client:
+        for turn in range(3):
+            if turn:
+                messages.append({"role": "user", "content": f"{role}, turn {turn}"})
+            if role == "follower" and not turn:
+                (marks / "following").touch()
+            reply = client.post("/v1/chat/completions", json={"model": "m", "messages": messages})
+            text = reply.json()["choices"][0]["message"]["content"]
+            answers.append(text)
+            messages.append({"role": "assistant", "content": text})
+        Path(out).write_text(json.dumps(answers))
+        if role == "leader" and step == "before_save":
+            die()

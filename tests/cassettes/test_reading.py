@@ -477,7 +477,7 @@ def test_saving_into_an_invalid_cassette_names_it_and_writes_nothing(recorded: P
         RecordedResponse(status=200),
     )
     with pytest.raises(CassetteFormatError, match=r"invalid interaction #0 at response\.status"):
-        save_recording(path, [extra], replace=False, provider=None, run_id="r")
+        save_recording(path, [extra], replace=False, provider=None, run_token="r")
     assert path.read_bytes() == before
 
 

@@ -211,7 +211,7 @@ def test_a_body_json_cannot_spell_is_refused_before_anything_is_written(
         RecordedResponse(status=200, body={"score": float("nan")}),
     )
     with pytest.raises(CassetteFormatError, match="a number JSON cannot represent"):
-        save_recording(cassette_path, [not_a_number], replace=True, provider=None, run_id="r")
+        save_recording(cassette_path, [not_a_number], replace=True, provider=None, run_token="r")
     assert not cassette_path.exists()
 
 

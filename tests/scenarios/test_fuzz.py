@@ -4,15 +4,26 @@ scenario file that loads, fails on the mutant and passes on the reference."""
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
+from harness import files
 from harness.cli import main
-from harness.fuzz import FuzzOptionError, fuzz, fuzz_scenarios, fuzz_target, write_scenario
+from harness.fuzz import (
+    FuzzOptionError,
+    FuzzWriteError,
+    fuzz,
+    fuzz_scenarios,
+    fuzz_target,
+    write_scenario,
+)
 from harness.scenarios.format import Scenario
 from harness.scenarios.load import load_file
 from harness.scenarios.on_target import TargetSpec, target_runner
@@ -21,6 +32,9 @@ from harness.targets import REFERENCE_TARGET
 from harness.targets.errors import TargetSpecError
 from harness.targets.protocol import ScenarioKind
 from tests.support.targets import stdio_target
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 BUDGET: Final = 50
 WRONG_CODE: Final = "tests.support.fuzz_mutants:wrong_code_after_max_tokens"
@@ -235,6 +249,11 @@ def test_kinds_the_target_does_not_run_are_refused(tmp_path: Path) -> None:
         (["--target", REFERENCE_TARGET, "--runtime", "nope"], "'--runtime'"),
         (["--target", "no_such_module_here:run", "--cells", "1"], "cannot import"),
         (["--target", REFERENCE_TARGET, "--out", "{tmp}/file"], "a file"),
+        (
+            ["--target", REFERENCE_TARGET, "--out", ""],
+            "Invalid value for '--out': '' is empty, which names no file or folder; give a path "
+            "(or leave the option out: .harness/fuzz)",
+        ),
     ],
 )
 def test_bad_options_exit_2(arguments: list[str], message: str, tmp_path: Path) -> None:
@@ -255,6 +274,50 @@ def test_fuzz_refuses_a_count_or_seed_it_cannot_search_with(
 ) -> None:
     with pytest.raises(FuzzOptionError, match=named.replace("(", "\\(").replace(")", "\\)")):
         fuzz(TargetSpec(callable=REFERENCE_TARGET), cells=cells, seed=seed, out=tmp_path)
+
+
+class _FullDisk(io.FileIO):
+    """A file on a disk that fills up halfway through what is written to it."""
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        written = bytes(data)
+        super().write(written[: len(written) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.fixture
+def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file the harness writes atomically (`harness.files.write_atomically`) fills the
+    disk."""
+    monkeypatch.setattr(files, "open", lambda fd, mode: _FullDisk(fd, "wb"), raising=False)
+
+
+@pytest.mark.usefixtures("full_disk")
+def test_a_full_disk_leaves_no_scenario_file_and_says_why(tmp_path: Path) -> None:
+    scenario = Scenario.model_validate(
+        {"name": "fuzz", "kind": "completion", "executions": [{"input": {}, "expect": {}}]}
+    )
+    with pytest.raises(FuzzWriteError) as refused:
+        write_scenario(scenario, tmp_path / "out", description="a found cell")
+    assert isinstance(refused.value, OSError)
+    assert refused.value.code == "fuzz_write_failed"
+    message = str(refused.value)
+    assert message.startswith(f"cannot write the scenario file {tmp_path / 'out'}/fuzz-completion-")
+    assert ".yaml: No space left on device; free some space or give --out a folder" in message
+    assert list((tmp_path / "out").iterdir()) == []  # no empty, partial or temporary file
+
+
+@pytest.mark.usefixtures("full_disk")
+def test_harness_fuzz_on_a_full_disk_exits_2_naming_the_file_and_the_reason(
+    tmp_path: Path,
+) -> None:
+    mutant = "tests.support.fuzz_mutants:completion_blank_is_strip"
+    arguments = ["--kind", "completion", "--seed", "1", "--no-shrink", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, ["fuzz", "--target", mutant, *arguments])
+    assert result.exit_code == 2, result.output
+    assert f"error: cannot write the scenario file {tmp_path}/fuzz-completion-" in result.output
+    assert "No space left on device" in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_target_env_with_a_callable_is_refused() -> None:

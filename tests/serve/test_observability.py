@@ -265,13 +265,16 @@ def test_script_sessions_bad_names_and_unknown_sessions_are_logged_with_their_ou
 # -- the listing ---------------------------------------------------------------------------------
 
 
-def listing(server: ReplayServer, headers: dict[str, str] | None = None) -> RawAnswer:
-    return raw_request(server.url, "GET", "/_harness/cassettes", headers=headers)
+def listing(
+    server: ReplayServer, headers: dict[str, str] | None = None, *, query: str = ""
+) -> RawAnswer:
+    return raw_request(server.url, "GET", f"/_harness/cassettes{query}", headers=headers)
 
 
 def test_the_listing_counts_what_each_cassette_and_sessions_cassette_played(
     provider: FakeProvider, tmp_path: Path
 ) -> None:
+    """The `/c/` cassettes without a session; a session's cassette when the session is named."""
     record(tmp_path / "agent" / "weather.json", ["capital?", "rain?"])
     with ReplayServer(
         tmp_path, record_mode="once", environ=provider_environ(provider.base_url)
@@ -281,8 +284,10 @@ def test_the_listing_counts_what_each_cassette_and_sessions_cassette_played(
         raw_request(server.url, "POST", f"/c/new/one{CHAT}", body("new?"))
         session = server.session(cassette="agent/weather")
         raw_request(server.url, "POST", f"/s/{session.id}{CHAT}", body("rain?"))
-        server.session(script=[{"text": "Paris."}], provider="openai")  # no cassette: not listed
+        script = server.session(script=[{"text": "Paris."}], provider="openai")
         listed = listing(server).json()
+        of_the_session = listing(server, query=f"?session={session.id}").json()
+        of_the_script = listing(server, query=f"?session={script.id}").json()
 
     assert listed == {
         "cassettes": [
@@ -291,15 +296,6 @@ def test_the_listing_counts_what_each_cassette_and_sessions_cassette_played(
                 "provider": "openai",
                 "record_mode": "once",
                 "session": None,
-                "recorded": 2,
-                "played": 1,
-                "unplayed": 1,
-            },
-            {
-                "name": "agent/weather",
-                "provider": "openai",
-                "record_mode": "once",
-                "session": session.id,
                 "recorded": 2,
                 "played": 1,
                 "unplayed": 1,
@@ -315,6 +311,20 @@ def test_the_listing_counts_what_each_cassette_and_sessions_cassette_played(
             },
         ]
     }
+    assert of_the_session == {
+        "cassettes": [
+            {
+                "name": "agent/weather",
+                "provider": "openai",
+                "record_mode": "once",
+                "session": session.id,
+                "recorded": 2,
+                "played": 1,
+                "unplayed": 1,
+            }
+        ]
+    }
+    assert of_the_script == {"cassettes": []}  # a script session plays no cassette
 
 
 def test_the_listing_needs_the_control_token_like_every_control_call(tmp_path: Path) -> None:

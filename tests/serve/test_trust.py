@@ -3,7 +3,7 @@
 A session records at most as the server does (`--record-mode`), unless the server was started
 with `--allow-session-record`; a refused session is a 403 naming the flag, and nothing reaches the
 provider or the cassettes folder. A session in mode `all` never empties a cassette it did not
-fill. Of a client's headers only what the request is (content type, accept, user agent, the
+fill. The cassette listing never shows a client another session's id. Of a client's headers only what the request is (content type, accept, user agent, the
 providers' version and beta headers) goes upstream: no credential of any spelling. With a control
 token, every request but the health check must carry it; beyond loopback one is required.
 """
@@ -138,6 +138,65 @@ def _empty_cassette() -> bytes:
 
     document = CassetteDocument(metadata=new_metadata("openai"), interactions=[])
     return Cassette.from_document(Path("x.json"), document).dumps()
+
+
+# -- what the cassette listing shows ---------------------------------------------------------------
+
+
+def listing(server: ReplayServer, query: str = "") -> tuple[int, str]:
+    answer = raw_request(server.url, "GET", f"/_harness/cassettes{query}")
+    return answer.status, answer.body.decode()
+
+
+def test_the_cassette_listing_never_shows_a_client_another_sessions_id(tmp_path: Path) -> None:
+    """A session's id is what lets a client play, read and delete it: a client sees a session's
+    cassette only by naming the session, and without one only the `/c/` cassettes any client
+    may use."""
+    for name in ("shared", "alices", "bobs"):
+        (tmp_path / f"{name}.json").write_bytes(_empty_cassette())
+    with ReplayServer(tmp_path) as server:
+        raw_request(server.url, "POST", f"/c/shared{CHAT}", chat_body("hi"))  # opens it
+        _, alice = open_session(server, {"cassette": "alices"})
+        _, bob = open_session(server, {"cassette": "bobs"})
+        anonymous = listing(server)
+        alices = listing(server, f"?session={alice['id']}")
+        bobs = listing(server, f"?session={bob['id']}")
+
+    assert anonymous[0] == 200
+    assert [entry["name"] for entry in json.loads(anonymous[1])["cassettes"]] == ["shared"]
+    assert str(alice["id"]) not in anonymous[1]
+    assert str(bob["id"]) not in anonymous[1]
+    assert alices[0] == 200
+    assert [(entry["name"], entry["session"]) for entry in json.loads(alices[1])["cassettes"]] == [
+        ("alices", alice["id"])
+    ]
+    assert str(bob["id"]) not in alices[1]
+    assert "shared" not in alices[1]
+    assert str(alice["id"]) not in bobs[1]
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "message"),
+    [
+        ("?session=no-such-session", 404, "no session 'no-such-session'"),
+        ("?session=", 400, "session is empty; GET /_harness/cassettes takes session=<id>"),
+        ("?session=a&session=b", 400, "session is given 2 times; "),
+        ("?sesion=a", 400, "unknown query parameter 'sesion'; "),
+    ],
+)
+def test_a_listing_naming_no_open_session_or_misspelt_is_refused(
+    tmp_path: Path, query: str, status: int, message: str
+) -> None:
+    """A misspelt or unknown session never falls back to another listing."""
+    (tmp_path / "shared.json").write_bytes(_empty_cassette())
+    with ReplayServer(tmp_path) as server:
+        raw_request(server.url, "POST", f"/c/shared{CHAT}", chat_body("hi"))
+        _, session = open_session(server, {"cassette": "shared"})
+        answered = listing(server, query)
+
+    assert answered[0] == status
+    assert message in json.loads(answered[1])["error"]["message"]
+    assert str(session["id"]) not in answered[1]
 
 
 # -- what goes upstream ----------------------------------------------------------------------------

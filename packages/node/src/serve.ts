@@ -16,7 +16,7 @@ import type { ScriptedReply } from "./generated/scenario.js";
 export type RecordMode = "none" | "once" | "new_episodes" | "all";
 /** Whether identical requests share the first recorded answer (`shared`) or each get their own. */
 export type IdenticalRequests = "shared" | "separate";
-/** How replayed streams are timed: as recorded, N times faster, or as fast as the client reads. */
+/** How replayed streams are timed: as recorded, N times faster (0.001 to 1000000), or as fast as the client reads. */
 export type Pace = "off" | "recorded" | number;
 
 export const RECORD_MODES: readonly RecordMode[] = ["none", "once", "new_episodes", "all"];
@@ -321,10 +321,14 @@ function serveArguments(options: ServeOptions): string[] {
   return [...serveArgs, ...args];
 }
 
+/** The speeds harness serve takes: a thousand times slower to a million times faster. */
+const MIN_SPEED = 0.001;
+const MAX_SPEED = 1_000_000;
+
 function checkedPace(pace: unknown): Pace {
   if (pace === "off" || pace === "recorded") return pace;
-  if (typeof pace === "number" && Number.isFinite(pace) && pace > 0) return pace;
-  throw invalidArgument("'off', 'recorded' or a number of times faster (> 0)", "pace", pace);
+  if (typeof pace === "number" && pace >= MIN_SPEED && pace <= MAX_SPEED) return pace; // NaN fails
+  throw invalidArgument("'off', 'recorded' or a number of times faster from 0.001 to 1000000", "pace", pace);
 }
 
 function environment(overrides: ServeOptions["env"]): NodeJS.ProcessEnv {

@@ -192,6 +192,12 @@ describe("startServe and openSession", { skip: HARNESS_BIN === null && !process.
       rejectsWith("invalid_argument", /^expected one of none, once, new_episodes, all but got recordMode="replay" \(type=string\)$/),
     );
     await assert.rejects(startServe({ cassettes, recordMode: "none", pace: 0 }), rejectsWith("invalid_argument", /pace=0 \(type=number\)$/));
+    for (const pace of [0.0009, 1_000_001, Infinity, NaN]) {
+      await assert.rejects(
+        startServe({ cassettes, recordMode: "none", pace }),
+        rejectsWith("invalid_argument", /^expected 'off', 'recorded' or a number of times faster from 0\.001 to 1000000 but got pace=/),
+      );
+    }
   });
 });
 

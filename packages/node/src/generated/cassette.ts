@@ -31,7 +31,9 @@ export interface CassetteMetadata {
  *
  * `offsets_ms` is, for an event stream, when each event arrived, in milliseconds from the
  * start of the answer: what a paced replay keeps to. It is timing, not content: outside the
- * digest, so re-recording unchanged traffic leaves the file as it was.
+ * digest, so re-recording unchanged traffic leaves the file as it was. Each offset is at
+ * most an hour (3,600,000 ms) and none is before the one preceding it; a file that says
+ * otherwise is refused when it is loaded.
  *
  * This interface was referenced by `CassetteDocument`'s JSON-Schema
  * via the `definition` "Interaction".
