@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: run test test-fast services lint typecheck docs unit thorough fuzz bench clean
+.PHONY: run test test-fast test-engines services lint typecheck docs unit thorough fuzz bench clean
 
 # Every Python process of a run (pytest and its workers, the subprocesses the tests start) reads
 # compiled bytecode instead of compiling its imports again: the dependencies are compiled once at
@@ -39,7 +39,7 @@ docs: $(STAMP)
 # Three workers on two cores: a third of the suite waits on child processes (Node, Chromium,
 # servers), and a third worker fills the time the other two would leave idle.
 unit: $(STAMP)
-	$(BIN)/pytest -n 3 --cov --cov-report=term
+	$(BIN)/pytest -n 3 --dist loadgroup --cov --cov-report=term
 
 # The store tests start real PostgreSQL and Redis servers from their binaries, and the HTML
 # report's browser test drives headless Chromium; install them once (Debian packages) when they
@@ -65,6 +65,14 @@ test: services
 # `quick` hypothesis profile and no coverage. `make test` is still what CI runs.
 test-fast: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=quick $(BIN)/pytest -n 2 -q -p no:randomly -m "not server and not subprocess and not browser"
+
+# The whole scenario library's temporal and dbos cells on Temporal and DBOS themselves (a dev
+# server and DBOS on SQLite, two worker processes each), beside the same cells simulated: every
+# cell must give the same verdict on both engines.
+test-engines: $(STAMP)
+	-$(BIN)/harness run scenarios --runtime temporal --runtime dbos --engine real --engine-workers 2 -n 2 --json .harness/engines-real.json
+	-$(BIN)/harness run scenarios --runtime temporal --runtime dbos -n 2 --json .harness/engines-simulated.json
+	$(BIN)/python -m harness.engines.compare .harness/engines-simulated.json .harness/engines-real.json
 
 thorough: $(STAMP)
 	HARNESS_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n 2

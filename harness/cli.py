@@ -72,6 +72,12 @@ def _runtimes() -> tuple[str, ...]:
     return RUNTIME_NAMES
 
 
+def _engines() -> tuple[str, ...]:
+    from harness.engines.settings import ENGINE_NAMES
+
+    return ENGINE_NAMES
+
+
 def _stores() -> tuple[str, ...]:
     from harness.stores.base import STORE_KINDS
 
@@ -211,6 +217,26 @@ PROGRESS_INTERVAL = 0.1
     show_default=True,
     help="Seconds a target may take for one cell.",
 )
+@click.option(
+    "--engine",
+    type=_Choice(_engines),
+    default="simulated",
+    show_default=True,
+    help="real: run the temporal and dbos cells on Temporal and DBOS themselves (worker "
+    "processes, crashes with SIGKILL, history replay); simulated: on the in-process loop.",
+)
+@click.option(
+    "--temporal-address",
+    metavar="HOST:PORT",
+    help="With --engine real: the Temporal server to use (default: a dev server started here).",
+)
+@click.option(
+    "--engine-workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --engine real: how many worker processes each engine runs the cells on.",
+)
 def run(
     paths: tuple[Path, ...],
     runtimes: tuple[str, ...],
@@ -230,6 +256,9 @@ def run(
     shard: str | None,
     last_failed: bool,
     cell_timeout: float,
+    engine: str,
+    temporal_address: str | None,
+    engine_workers: int,
 ) -> None:
     """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails.
 
@@ -267,6 +296,9 @@ def run(
                 json=json_path,
                 html=html_path,
                 names=CLI_NAMES,
+                engine=engine,
+                temporal_address=temporal_address,
+                engine_workers=engine_workers,
             )
         )
         if plan.bundled is not None:

@@ -179,6 +179,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Write a self-contained HTML report of the scenario cells: every cell's calls, "
         "diffs and records.",
     )
+    group.addoption(
+        "--harness-engine",
+        default=None,
+        metavar="ENGINE",
+        help="real: run the temporal and dbos scenario cells on Temporal and DBOS themselves; "
+        "simulated (default): on the in-process loop.",
+    )
+    group.addoption(
+        "--harness-temporal-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="With --harness-engine real: the Temporal server (default: a dev server).",
+    )
+    group.addoption(
+        "--harness-engine-workers",
+        default=None,
+        type=int,
+        metavar="N",
+        help="With --harness-engine real: worker processes per engine (default 1).",
+    )
     parser.addini(
         "harness_scenarios",
         type="linelist",
@@ -212,6 +232,9 @@ _SCENARIO_OPTIONS = (
     "harness_target_cmd",
     "harness_target_env",
     "harness_html",
+    "harness_engine",
+    "harness_temporal_address",
+    "harness_engine_workers",
 )
 
 
@@ -251,6 +274,9 @@ def _plan(config: pytest.Config) -> RunPlan | None:
             workdir=config.rootpath,
             names=PYTEST_NAMES,
             load=False,
+            engine=config.getoption("harness_engine") or "simulated",
+            temporal_address=config.getoption("harness_temporal_address"),
+            engine_workers=config.getoption("harness_engine_workers") or 1,
         )
     except HarnessError as error:  # it may quote a value of pyproject.toml
         raise pytest.UsageError(redact(str(error))) from None

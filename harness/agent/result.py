@@ -32,6 +32,8 @@ class RunResult:
     state: RunState
     duration_ms: int = 0
     crashes: int = 0
+    engine: str = "simulated"
+    """What drove the run: `simulated` (the in-process loop) or `real` (Temporal or DBOS)."""
 
     @property
     def status(self) -> str:

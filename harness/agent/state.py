@@ -101,6 +101,14 @@ class RunState(WireModel):
     def with_chunks(self, *chunks: StreamChunk) -> RunState:
         return self.evolve(chunks=(*self.chunks, *chunks))
 
+    def failed_outside(self, code: str, message: str) -> RunState:
+        """The run ended by a failure outside the loop (its workflow failed: an activity a worker
+        never registered): status `failed` with `code` and `message`, and its `run_finish`
+        chunk."""
+        return self.evolve(
+            status="failed", phase="finished", error_code=code, error_message=message
+        ).with_chunks(RunFinishChunk(status="failed", error_code=code))
+
     def cancelled(self) -> RunState:
         """The run ended from outside before `run_finished`: status `cancelled`, no output and
         no error (even when the loop had already decided an outcome it had not yet finished),

@@ -16,6 +16,7 @@ from typing import Final, Literal, get_args
 
 from harness.agent.loop import AgentLoop
 from harness.agent.state import PersistencePoint, RunState, StateWriter
+from harness.engines.settings import not_registered_message
 from harness.errors import HarnessError
 from harness.stores.base import StateStore, StoredRun
 
@@ -44,16 +45,13 @@ class RunNotFoundError(HarnessError, LookupError):
 
 class ActivityNotRegisteredError(HarnessError):
     """Raised on the Temporal profile when the worker lacks an activity the workflow calls
-    (`persistForcedCompletion`); `run_agent` reports it as the run's failure."""
+    (`persistForcedCompletion`); `run_agent` reports it as the run's failure, with the message
+    a real Temporal worker fails the activity with."""
 
     code = "temporal_activity_not_registered"
 
-    def __init__(self, activity: str) -> None:
-        super().__init__(
-            f"activity not registered: {activity}. The worker registers activities explicitly "
-            f"and its createActivities() does not return {activity}; add "
-            f"`{activity}: activities.{activity}.bind(activities)`"
-        )
+    def __init__(self, activity: str, workflow_id: str) -> None:
+        super().__init__(not_registered_message(activity, workflow_id))
         self.activity = activity
 
 
@@ -168,7 +166,7 @@ class Runtime:
             and self.profile.needs_forced_completion_activity
             and not self.options.temporal_register_persist_forced_completion
         ):
-            raise ActivityNotRegisteredError("persistForcedCompletion")
+            raise ActivityNotRegisteredError("persistForcedCompletion", state.run_id)
         if point in self.profile.persists_at or point == "run_finished":
             self._save(state)
         seen = self._seen.get(point, 0) + 1

@@ -11,13 +11,14 @@ from harness.agent.loop import AgentLoop, LlmConfigOverride, MemoryExtractor
 from harness.agent.result import RunResult
 from harness.agent.state import PersistencePoint, RunState, StateWriter
 from harness.agent.tools import ApprovalPolicy, approve_all
+from harness.engines.settings import EngineSettings, engine_of
 from harness.errors import HarnessError
 from harness.llm.gateway import Completer
-from harness.protocol.chunks import RunFinishChunk
 from harness.runtimes.base import (
     ActivityNotRegisteredError,
     Cancel,
     Fault,
+    RunNotFoundError,
     RuntimeOptions,
     SimulatedCrashError,
     check_cancel,
@@ -44,15 +45,49 @@ def run_agent(
     extract_memories: MemoryExtractor | None = None,
     options: RuntimeOptions | None = None,
     cancel: Cancel | None = None,
+    engine: str = "simulated",
+    engine_settings: EngineSettings | None = None,
 ) -> RunResult:
     """Run `agent` to its end. Each fault kills the runtime once; the run resumes from its store
     in a new runtime, as a restarted worker would. `cancel` ends the run `cancelled` where it
     says (refused up front by `check_cancel` if it never could); a fault or cancellation the run
-    never reaches raises `FaultNotReachedError` or `CancelNotReachedError`."""
+    never reaches raises `FaultNotReachedError` or `CancelNotReachedError`.
+
+    With `engine="real"`, the `temporal` and `dbos` runtimes run on the engine itself
+    (`harness.engines`: a Temporal dev server or DBOS, worker processes a fault kills with
+    SIGKILL, started once per process with `engine_settings`); the other runtimes have no real
+    engine here and run simulated, as `RunResult.engine` says."""
     check_cancel(cancel, faults)
+    real = engine_of(engine, runtime) == "real"
     store = store if store is not None else MemoryStore()
     run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
     session_id = session_id or f"session-{run_id}"
+    if real:
+        from harness.engines.run import run_on_engine
+
+        options = options or RuntimeOptions()
+        ran = run_on_engine(
+            agent,
+            completer,
+            user_message=user_message,
+            runtime=runtime,
+            store=store,
+            faults=faults,
+            cancel=cancel,
+            run_id=run_id,
+            session_id=session_id,
+            approve=approve,
+            extract_memories=extract_memories,
+            registers_persist_forced_completion=runtime != "temporal"
+            or options.temporal_register_persist_forced_completion,
+            settings=engine_settings or EngineSettings(),
+        )
+        unfired = [f for f in faults if (f.point, f.occurrence) not in ran.fired]
+        if unfired:
+            raise FaultNotReachedError(unfired, {})
+        if cancel is not None and ran.result.state.status != "cancelled":
+            raise CancelNotReachedError(cancel, {})
+        return ran.result
 
     def new_loop() -> AgentLoop:
         return AgentLoop(
@@ -64,32 +99,32 @@ def run_agent(
         )
 
     seen: dict[PersistencePoint, int] = {}
-    engine = replace(runtime_for(runtime, store, faults, options), _seen=seen, cancel=cancel)
+    driver = replace(runtime_for(runtime, store, faults, options), _seen=seen, cancel=cancel)
     duration = 0.0
     crashes = 0
     try:
         try:
-            state = engine.start(
+            state = driver.start(
                 new_loop(), run_id=run_id, session_id=session_id, user_message=user_message
             )
         except SimulatedCrashError:
             crashes += 1
-            duration += engine.duration_seconds
+            duration += driver.duration_seconds
             for _ in range(MAX_RESUMES):
-                engine = replace(
+                driver = replace(
                     runtime_for(runtime, store, faults, options), _seen=seen, cancel=cancel
                 )
                 try:
-                    state = engine.resume(new_loop(), run_id)
+                    state = driver.resume(new_loop(), run_id)
                     break
                 except SimulatedCrashError:
                     crashes += 1
-                    duration += engine.duration_seconds
+                    duration += driver.duration_seconds
             else:  # pragma: no cover - a fault plan always ends
                 raise
     except ActivityNotRegisteredError as error:
-        state = _failed_by_worker(store, run_id, error)
-    duration += engine.duration_seconds
+        state = _failed_by_worker(store, run_id, error.code, str(error))
+    duration += driver.duration_seconds
     unfired = [f for f in faults if seen.get(f.point, 0) < f.occurrence]
     if unfired:
         raise FaultNotReachedError(unfired, seen)
@@ -130,20 +165,13 @@ def _reached(point: PersistencePoint, seen: dict[PersistencePoint, int]) -> str:
     return f"having reached {point} {count} time{'' if count == 1 else 's'}"
 
 
-def _failed_by_worker(
-    store: StateStore, run_id: str, error: ActivityNotRegisteredError
-) -> RunState:
-    """The workflow failed outside the loop: the last persisted state, marked failed."""
+def _failed_by_worker(store: StateStore, run_id: str, code: str, message: str) -> RunState:
+    """The workflow failed outside the loop (`code`, the worker's `message`): the last persisted
+    state, marked failed and saved."""
     stored = store.load(run_id)
     if stored is None:  # pragma: no cover - run_started is always persisted first
-        raise error
-    state = RunState.model_validate_json(stored.state_json)
-    failed = state.evolve(
-        status="failed",
-        phase="finished",
-        error_code=error.code,
-        error_message=str(error),
-    ).with_chunks(RunFinishChunk(status="failed", error_code=error.code))
+        raise RunNotFoundError(f"no run {run_id!r} in its store to mark failed")
+    failed = RunState.model_validate_json(stored.state_json).failed_outside(code, message)
     store.save(
         StoredRun(
             run_id=failed.run_id,

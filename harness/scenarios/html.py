@@ -49,6 +49,7 @@ class CellView(WireModel):
     line: int
     runtime: str
     store: str
+    engine: str = "simulated"
     tags: tuple[str, ...] = ()
     status: CellStatus
     duration_seconds: float = 0.0
@@ -79,6 +80,7 @@ def cell_view(result: CellResult) -> CellView:
         line=loaded.line,
         runtime=result.cell.runtime,
         store=result.cell.store,
+        engine=result.engine,
         tags=tuple(loaded.scenario.tags),
         status=status,
         duration_seconds=round(result.duration, 6),
@@ -152,6 +154,7 @@ def _cell(cell: CellView) -> dict[str, Any]:
         "link": _file_link(cell.file, cell.line),
         "runtime": cell.runtime,
         "store": cell.store,
+        "engine": cell.engine,
         "tags": list(cell.tags),
         "status": cell.status,
         "failing": cell.status in ("failed", "error"),

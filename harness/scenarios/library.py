@@ -72,6 +72,9 @@ def run_scenarios(
     junit_xml: str | os.PathLike[str] | None = None,
     json: str | os.PathLike[str] | None = None,
     html: str | os.PathLike[str] | None = None,
+    engine: str = "simulated",
+    temporal_address: str | None = None,
+    engine_workers: int = 1,
 ) -> ScenarioRun:
     """Run every selected cell of the scenario files under `paths` (none: `scenarios/`, else in a
     folder without one the library bundled with the harness), as `harness run` does: the same plan (`harness.scenarios.plan.plan_run`), so
@@ -81,6 +84,8 @@ def run_scenarios(
     last time (`last_failed`). `target_env` gives a `target_cmd` variables beyond its minimal
     environment, as `--target-env` does. Like `harness run` it records the run in
     `.harness/last-run.json`, then writes the `junit_xml`, `json` and `html` reports asked for.
+    `engine="real"` runs the `temporal` and `dbos` cells on the engines themselves
+    (`temporal_address`, `engine_workers`: as `--temporal-address` and `--engine-workers`).
 
     Bad input (a scenario file, an option) raises its typed `HarnessError` before anything runs;
     a cell's own failure is in its result, never raised."""
@@ -103,6 +108,9 @@ def run_scenarios(
         junit_xml=junit_xml,
         json=json,
         html=html,
+        engine=engine,
+        temporal_address=temporal_address,
+        engine_workers=engine_workers,
     )
     results = list(execute_plan(plan))
     write_reports(plan, results)

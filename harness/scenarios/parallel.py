@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -171,6 +172,14 @@ def _start_worker(names: Queue[str]) -> None:
     # A worker ends without running atexit handlers: its target (in a process group of its own,
     # out of reach of a terminal's Ctrl-C) is shut down when the worker exits, however it exits.
     Finalize(None, _KEPT_OPEN.close, exitpriority=10)
+    Finalize(None, _close_engines, exitpriority=10)
+
+
+def _close_engines() -> None:
+    """Stop the real engines this worker started (`--engine real`), if it started any."""
+    engines = sys.modules.get("harness.engines.run")
+    if engines is not None:
+        engines.close_engines()
 
 
 def _run_batch(indexes: list[int]) -> list[tuple[int, CellResult]]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from harness.cassettes.modes import RecordMode
+from harness.engines.settings import ENGINE_NAMES, EngineName, EngineSettings, EngineUnknownError
 from harness.errors import HarnessError
 from harness.runtimes.base import RUNTIME_NAMES
 from harness.scenarios.bundled import ScenarioLibrary, bundled_library, check_recordable
@@ -68,6 +69,9 @@ class OptionNames:
     junit_xml: str = "junit_xml"
     json: str = "json"
     html: str = "html"
+    engine: str = "engine"
+    temporal_address: str = "temporal_address"
+    engine_workers: str = "engine_workers"
 
 
 PYTHON_NAMES: Final = OptionNames()
@@ -88,6 +92,9 @@ CLI_NAMES: Final = OptionNames(
     junit_xml="--junit-xml",
     json="--json",
     html="--html",
+    engine="--engine",
+    temporal_address="--temporal-address",
+    engine_workers="--engine-workers",
 )
 PYTEST_NAMES: Final = OptionNames(
     runtimes="--harness-runtime",
@@ -98,6 +105,9 @@ PYTEST_NAMES: Final = OptionNames(
     target_cmd="--harness-target-cmd",
     target_env="--harness-target-env",
     html="--harness-html",
+    engine="--harness-engine",
+    temporal_address="--harness-temporal-address",
+    engine_workers="--harness-engine-workers",
 )
 """The plugin has no `-k`, `-n`, `--shard` or `--last-failed` of its own: pytest's (and
 pytest-xdist's) apply to its items."""
@@ -226,6 +236,9 @@ def plan_run(
     workdir: Path | None = None,
     names: OptionNames = PYTHON_NAMES,
     load: bool = True,
+    engine: str = "simulated",
+    temporal_address: str | None = None,
+    engine_workers: int = 1,
 ) -> RunPlan:
     """The plan of a run, every option checked before anything runs (the first problem raises
     its typed `HarnessError`, naming the option as `names` spells it).
@@ -245,6 +258,11 @@ def plan_run(
     command only, so `target_env` without `target_cmd` is refused rather than ignored, as is
     `compare_reference` without a target. `workers` is `auto` or a count (`worker_count`);
     `junit_xml`, `json` and `html` must be writable, each its own file (`check_report_paths`).
+
+    `engine` is `simulated` or `real` (the `temporal` and `dbos` cells on the engine itself,
+    the reference only, so not with a target); `temporal_address` (`HOST:PORT`) and
+    `engine_workers` go with `real` only. DBOS keeps its system database in the PostgreSQL of
+    `store_url` when it is one.
     """
     folder = Path.cwd() if workdir is None else workdir
     for name, given in (("paths", paths), (names.runtimes, runtimes), (names.stores, stores)):
@@ -270,6 +288,9 @@ def plan_run(
         pyproject=folder / "pyproject.toml",
         names=names,
     )
+    engine_name, settings = _engine(
+        engine, temporal_address, engine_workers, store_url, spec is not None, names
+    )
     options = RunOptions(
         record_mode=mode,
         runtimes=tuple(runtimes),
@@ -278,6 +299,8 @@ def plan_run(
         strict_cassettes=strict_cassettes,
         workdir=folder,
         collect_detail=reports.html is not None,
+        engine=engine_name,
+        engine_settings=settings,
     )
     failed = frozenset(failed_last_time(folder, option=names.last_failed)) if last_failed else None
     plan = RunPlan(
@@ -303,6 +326,43 @@ def plan_run(
         raise RunPlanError("no scenario cell matches the given paths and filters")
     bundled = None if library is None else BundledRun(library=library, scenarios=len(loaded))
     return replace(plan, cells=tuple(plan.narrow(matching)), bundled=bundled)
+
+
+def _engine(
+    engine: str,
+    temporal_address: str | None,
+    workers: int,
+    store_url: str | None,
+    on_target: bool,
+    names: OptionNames,
+) -> tuple[EngineName, EngineSettings]:
+    if engine not in ENGINE_NAMES:
+        raise RunPlanError(
+            f"expected {names.engine} to be one of {', '.join(ENGINE_NAMES)} but got {engine!r}"
+        )
+    if engine == "simulated":
+        for name, given in (
+            (names.temporal_address, temporal_address is not None),
+            (names.engine_workers, workers != 1),
+        ):
+            if given:
+                raise RunPlanError(f"{name} goes with {names.engine} real, not simulated")
+        return "simulated", EngineSettings()
+    if on_target:
+        raise RunPlanError(
+            f"{names.engine} real runs the reference on Temporal and DBOS; a target runs on its "
+            f"own engine, so leave out {names.engine} or the target"
+        )
+    try:
+        settings = EngineSettings(
+            temporal_address=temporal_address,
+            workers=workers,
+            dbos_database_url=store_url if store_url and store_url.startswith("postgres") else None,
+        )
+    except EngineUnknownError as error:
+        message = str(error).replace("temporal_address=", f"{names.temporal_address} ")
+        raise RunPlanError(message.replace("workers=", f"{names.engine_workers} ")) from None
+    return "real", settings
 
 
 def execute_plan(

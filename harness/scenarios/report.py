@@ -7,7 +7,7 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -142,6 +142,7 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
                 "line": r.cell.loaded.line,
                 "runtime": r.cell.runtime,
                 "store": r.cell.store,
+                "engine": r.engine,
                 "passed": r.passed,
                 "skipped": r.skipped,
                 "skipped_expectations": r.skipped_expectations,
@@ -208,6 +209,10 @@ def write_junit_report(report: dict[str, Any], path: Path) -> None:
             line=str(cell["line"]),
             time=f"{cell['duration_seconds']:.3f}",
         )
+        properties = ElementTree.SubElement(case, "properties")
+        ElementTree.SubElement(
+            properties, "property", name="engine", value=text(cell.get("engine", "simulated"))
+        )
         lines = text("\n".join(cell["failure_lines"]))
         if cell["skipped"] is not None:
             ElementTree.SubElement(case, "skipped", message=text(cell["skipped"]))
@@ -254,6 +259,7 @@ class _ReportCell(BaseModel):
     mismatches: list[Any]
     differences_from_reference: list[str]
     skipped_expectations: list[str] = []
+    engine: Literal["simulated", "real"] = "simulated"
 
 
 class _Report(BaseModel):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.cassettes.modes import RecordMode
+from harness.engines.settings import EngineName, EngineSettings, engine_of
 from harness.errors import HarnessError, StoreUnavailableError
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.llm.script import ScriptTransport
@@ -68,6 +69,9 @@ class RunOptions:
     collect_detail: bool = False
     """Keep each agent cell's calls, chunks and records in `CellResult.detail` (for the HTML
     report); off, a run keeps only what it checks."""
+    engine: EngineName = "simulated"
+    """`real`: the `temporal` and `dbos` cells run on the engine itself (`harness.engines`)."""
+    engine_settings: EngineSettings = field(default_factory=EngineSettings)
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ class CellResult:
     script), each with its diagnosis; a failing cell's report shows them first, as the cause."""
     detail: CellDetail | None = None
     """With `RunOptions.collect_detail`: what an agent cell's run did, call by call."""
+    engine: EngineName = "simulated"
+    """What ran the cell: `simulated` (the in-process loop) or `real` (Temporal, DBOS)."""
 
     @property
     def passed(self) -> bool:
@@ -342,6 +348,7 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
     if cell.store != "memory":  # a memory store is gone with its cell
         outcome.run_id = run_id
         outcome.kept_in = kept_in(store)
+    outcome.engine = engine_of(options.engine, cell.runtime)
     try:
         result, stored = run_reference_agent(
             scenario,
@@ -351,6 +358,8 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
             run_id=run_id,
             session_id=f"session-{scenario.name}",
             user_message=spec.user_message,
+            engine=options.engine,
+            engine_settings=options.engine_settings,
         )
         transport.close()
         if options.collect_detail:
@@ -385,6 +394,8 @@ def run_reference_agent(
     run_id: str,
     session_id: str,
     user_message: str,
+    engine: str = "simulated",
+    engine_settings: EngineSettings | None = None,
 ) -> tuple[RunResult, StoredRun | None]:
     """Run the agent of `scenario` (its `agent`, `faults`, `cancel` and `temporal`, named and
     modelled as it says) to its end on the reference `runtime`, persisting to `store`; returns
@@ -414,6 +425,8 @@ def run_reference_agent(
                 temporal.register_persist_forced_completion if temporal is not None else True
             )
         ),
+        engine=engine,
+        engine_settings=engine_settings,
     )
     return result, store.load(run_id)
 

@@ -77,7 +77,9 @@ def test_temporal_without_the_activity_fails_when_entering_forced_completion() -
     result = run_agent(agent(), script(), user_message="q", runtime="temporal", options=options)
     assert result.status == "failed"
     assert result.error_code == "temporal_activity_not_registered"
-    assert "activity not registered: persistForcedCompletion" in (result.state.error_message or "")
+    assert "Activity function persistForcedCompletion for workflow" in (
+        result.state.error_message or ""
+    )
     assert result.requests("forced") == [], "it fails the first time the phase is entered"
     assert result.state.forced_completion is None
 
