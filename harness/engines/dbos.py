@@ -1,4 +1,4 @@
-"""Agent cells on a real DBOS: a system database (SQLite in the run's folder, or the PostgreSQL
+"""Agent cells on a real DBOS: a system database (SQLite in a folder of the run's own, or the PostgreSQL
 database of `--store-url`), worker processes that each run DBOS as one executor, and a
 `DBOSClient` here that enqueues each cell and waits for its result.
 

