@@ -218,7 +218,7 @@ def pytest_configure(config: pytest.Config) -> None:
         (config.rootpath / entry).resolve() for entry in config.getini("harness_scenarios")
     )
     config.stash[_PLAN] = _plan(config)
-    if config.getoption("harness_record_mode") == "all":
+    if config.getoption("harness_record_mode") != "none":
         _one_recording_run(config)
     config.stash[_REGISTERED_TAGS] = set()
     _html_report(config)
@@ -296,7 +296,8 @@ def _html_report(config: pytest.Config) -> None:
 def _one_recording_run(config: pytest.Config) -> None:
     """Make the session one recording run, so that in mode `all` the first save of a cassette
     replaces it and later saves (other tests, scenarios or xdist workers) merge into it instead
-    of each replacing the one before. Set before xdist starts its workers, which inherit it.
+    of each replacing the one before, and in mode `once` every test of the session records into
+    a cassette the session created (a later session replays it). Set before xdist starts its workers, which inherit it.
     The controller joins the run, so it lasts as long as the session, whichever workers come and
     go (`harness.cassettes.recording_run`); a name in the environment is checked first.
     """

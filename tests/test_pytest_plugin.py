@@ -347,6 +347,25 @@ def test_re_recording_in_mode_all_keeps_every_test_of_the_session(
         assert len(Cassette.load(shared).interactions) == 6
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_mode_once_records_every_test_of_the_run_that_creates_the_cassette(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    """Six tests share one cassette in mode `once`: the session that creates it records all
+    six; a later session replays it, byte for byte unchanged."""
+    monkeypatch.delenv("HARNESS_RECORD_RUN_ID", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
+    project.makepyfile(test_parallel=PARALLEL_RECORDING)
+    shared = project.path / "cassettes" / "shared.json"
+    run = project.runpytest_subprocess if workers else project.runpytest
+    run("--harness-record-mode=once", *workers).assert_outcomes(passed=6)
+    recorded = shared.read_bytes()
+    assert len(Cassette.load(shared).interactions) == 6
+    run("--harness-record-mode=once", *workers).assert_outcomes(passed=6)
+    run(*workers).assert_outcomes(passed=6)  # replay only
+    assert shared.read_bytes() == recorded, "a later run replays, it records nothing"
+
+
 def test_re_recording_with_a_run_name_that_is_not_safe_is_a_usage_error(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

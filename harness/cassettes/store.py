@@ -133,6 +133,7 @@ def save_recording(
     when it cannot be written.
     """
     with lock_for(path):
+        creates = not cassette_exists(path)
         marker = Path(str(lock_base(path)) + ".run")
         same_run = _marker_token(marker) == run_token
         base: Sequence[Interaction]
@@ -165,6 +166,8 @@ def save_recording(
             marker.write_bytes(run_token.encode("ascii"))
         else:
             marker.unlink(missing_ok=True)
+        if creates:  # mode `once` goes on recording into it for the rest of this run
+            Path(str(lock_base(path)) + ".created").write_bytes(run_token.encode("ascii"))
 
 
 def _without_known_answers(
@@ -201,6 +204,12 @@ def _marker_token(marker: Path) -> str | None:
         return marker.read_bytes().decode("ascii")
     except (OSError, ValueError):
         return None
+
+
+def created_in_run(path: Path, run_token: str) -> bool:
+    """Whether the cassette at `path` was created by a save of the run whose token is
+    `run_token` (so mode `once` records into it for the rest of that run, and never after)."""
+    return _marker_token(Path(str(lock_base(path)) + ".created")) == run_token
 
 
 def recorded_in_run(path: Path, run_token: str) -> bool:

@@ -7,7 +7,8 @@ unplayed interaction recorded under that key, first in first out, so lookup cost
 with the cassette and requests may arrive in any order as long as each key's own order holds.
 
 Record modes (`RecordMode`): `none` (default: replay only, a miss raises `CassetteMissError`, nothing
-reaches the network), `once` (record only when the file does not exist), `new_episodes` (replay
+reaches the network), `once` (record when the file does not exist, and for the rest of the
+recording run that created it; a later run replays), `new_episodes` (replay
 hits, record and append misses), `all` (re-record: the file is rewritten from this run's traffic).
 
 Identical requests (`identical_requests`): `shared` (the default for a new recording) records one
@@ -56,7 +57,7 @@ from harness.cassettes.sharing import (
     is_transient,
     open_shared,
 )
-from harness.cassettes.store import recorded_in_run, save_recording
+from harness.cassettes.store import created_in_run, recorded_in_run, save_recording
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
     AnyRequest,
@@ -161,11 +162,14 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             split_pointer(pointer)  # a bad pointer fails here, not at the first request
         self.provider = provider
         exists = cassette_exists(self.path)
-        self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
-            self.mode is RecordMode.ONCE and not exists
-        )
-        run = join_run(named) if named is not None and self.recording else None
+        run = join_run(named) if named is not None and self.mode is not RecordMode.NONE else None
         self._run_token = run.token if run is not None else self.run_id
+        # `once` is once per run: a cassette this run created goes on recording for its other
+        # tests and workers, and a later run replays it
+        self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) or (
+            self.mode is RecordMode.ONCE
+            and (not exists or created_in_run(self.path, self._run_token))
+        )
         if self.mode is RecordMode.NONE and not exists:
             raise CassetteFormatError(
                 f"cassette {self.path} does not exist and record mode is 'none'; record it with "
@@ -197,7 +201,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             key_version=self.cassette.key_version,
         )
         self._shared: SharedAnswers | None = (
-            open_shared(self.path, run)
+            open_shared(self.path, run if self.recording else None)
             if self.recording and self.identical_requests == "shared"
             else None
         )

@@ -240,3 +240,30 @@ def test_a_stream_reaches_the_client_event_by_event_while_it_is_recorded(
     (interaction,) = Cassette.load(tmp_path / "streamed.json").interactions
     assert interaction.response.body_bytes() == provider.sent[0]
     assert [as_json(event) for event in (first, *rest)] == recorded_answer(interaction).events
+
+
+def test_mode_once_sessions_of_one_server_all_record_into_the_cassette_its_run_created(
+    tmp_path: Path,
+) -> None:
+    """A session per test in mode `once`, as the Playwright and Vitest fixtures open them: every
+    session of the server that created the cassette records what it lacks; a later server (a
+    later run) replays it, and a request it lacks is a miss, not a recording."""
+    with serve(answer_the_prompt) as provider:
+        environ = provider_environ(provider.base_url)
+        with ReplayServer(tmp_path, record_mode="once", environ=environ) as server:
+            for test in ("first", "second", "third"):
+                with server.session(cassette="shared", record_mode="once") as session:
+                    with sync_client("openai", session.base_url("openai")) as client:
+                        answer = send_sync(client, asking(CALLS["chat"], test))
+                assert answer.error is None
+                assert answer.reply["choices"][0]["message"]["content"] == f"answer to {test}"
+        assert len(provider.received) == 3
+        assert len(Cassette.load(tmp_path / "shared.json").interactions) == 3
+        with ReplayServer(tmp_path, record_mode="once", environ=environ) as later:
+            with later.session(cassette="shared", record_mode="once") as session:
+                with sync_client("openai", session.base_url("openai")) as client:
+                    replayed = send_sync(client, asking(CALLS["chat"], "second"))
+                    missed = send_sync(client, asking(CALLS["chat"], "fourth"))
+        assert replayed.error is None
+        assert missed.error is not None, "a later run only replays"
+        assert len(provider.received) == 3
