@@ -19,6 +19,7 @@ from rich.table import Table
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
+    from harness.scenarios.report import ScenarioPaths
     from harness.scenarios.run import CellResult
     from harness.targets.protocol import ScenarioKind
 
@@ -237,6 +238,13 @@ PROGRESS_INTERVAL = 0.1
     show_default=True,
     help="With --engine real: how many worker processes each engine runs the cells on.",
 )
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="List every skipped cell and expectation with its file and line (default: one line "
+    "per reason, with a count).",
+)
 def run(
     paths: tuple[Path, ...],
     runtimes: tuple[str, ...],
@@ -259,6 +267,7 @@ def run(
     engine: str,
     temporal_address: str | None,
     engine_workers: int,
+    verbose: bool,
 ) -> None:
     """Run every scenario under PATHS (default: scenarios/); exit 1 if any fails.
 
@@ -319,7 +328,8 @@ def run(
         except HarnessError as error:  # the target could not be started
             _exit_invalid(error)
     interrupted = interrupted or interruption.caught  # Ctrl-C while the target was shut down
-    print_summary(console, results, not_run=len(plan.cells) - len(results) if interrupted else 0)
+    not_run = len(plan.cells) - len(results) if interrupted else 0
+    print_summary(console, results, not_run=not_run, verbose=verbose)
     try:
         write_reports(plan, results)
     except OSError as error:
@@ -880,28 +890,33 @@ def cassettes_stats(paths: tuple[Path, ...]) -> None:
     Console().print(table)
 
 
-@cassettes.command("diff")
-@click.argument("a", type=_Path(path_type=Path, exists=True, dir_okay=False))
-@click.argument("b", type=_Path(path_type=Path, exists=True, dir_okay=False))
-def cassettes_diff(a: Path, b: Path) -> None:
-    """What changed from cassette A to cassette B; exit 1 when they differ."""
-    from harness.cassettes.review import diff
+def _diff_formats() -> tuple[str, ...]:
+    from harness.cassettes.compare import RENDERERS
 
-    result = _or_invalid(lambda: diff(a, b))
-    for item in result.added:
-        click.echo(f"+ {item.request.method} {item.request.url} ({item.key}, #{item.occurrence})")
-    for item in result.removed:
-        click.echo(f"- {item.request.method} {item.request.url} ({item.key}, #{item.occurrence})")
-    for before, _, lines in result.changed:
-        click.echo(
-            f"~ {before.request.method} {before.request.url} ({before.key}, #{before.occurrence})"
-        )
-        for line in lines:
-            click.echo(f"    {line}")
-    click.echo(
-        f"{len(result.added)} new, {len(result.changed)} changed, {len(result.removed)} removed"
-    )
-    sys.exit(EXIT_OK if result.identical else EXIT_FAILED)
+    return tuple(RENDERERS)
+
+
+@cassettes.command("diff")
+@click.argument("old", type=_Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("new", type=_Path(path_type=Path, exists=True, dir_okay=False))
+@click.option(
+    "--format",
+    "output_format",
+    type=_Choice(_diff_formats),
+    default="text",
+    show_default=True,
+    help="text for a terminal, markdown for a pull-request comment, json for a script.",
+)
+def cassettes_diff(old: Path, new: Path, output_format: str) -> None:
+    """What changed from cassette OLD to cassette NEW: interactions added, removed and changed
+    (request fields as JSON paths, answers summarised), unchanged ones counted. Interactions pair
+    by request key, then by method, path and nearest request. Exit 0 when nothing changed, 1 when
+    something did, 2 when a file is not a cassette or fails verification."""
+    from harness.cassettes.compare import RENDERERS, compare_files
+
+    comparison = _or_invalid(lambda: compare_files(old, new))
+    click.echo(RENDERERS[output_format](comparison), nl=False)
+    sys.exit(EXIT_OK if comparison.identical else EXIT_FAILED)
 
 
 @cassettes.command("import-vcr")
@@ -1124,24 +1139,39 @@ def print_summary(
     *,
     not_run: int = 0,
     per_cell: bool | None = None,
+    verbose: bool = False,
 ) -> None:
     """What `harness run` prints when the cells are done: the table (a row per cell up to
     `FULL_TABLE_CELLS` cells, else a row per scenario file; `per_cell` forces either), every
-    failure in full, the skips, and the counts (`not_run`: cells an interruption left)."""
+    failure in full, the skips (one line per reason with its count; `verbose`: each skipped
+    cell and expectation), and the counts (`not_run`: cells an interruption left). Files are
+    named as `ScenarioPaths.shown` names them."""
     from rich.markup import escape
 
-    from harness.scenarios.report import failure_lines, skip_lines, summary
+    from harness.scenarios.report import (
+        ScenarioPaths,
+        failure_lines,
+        skip_lines,
+        skip_summary,
+        summary,
+    )
     from harness.scrub import environment_scrubber
 
     scrubber = environment_scrubber()  # the failure and skip lines are redacted already
+    paths = ScenarioPaths()
     console.print(
-        _summary_table(results, lambda text: escape(scrubber.text(text)), per_cell=per_cell)
+        _summary_table(
+            results, lambda text: escape(scrubber.text(text)), per_cell=per_cell, paths=paths
+        )
     )
     for result in results:
-        for line in failure_lines(result):
+        for line in failure_lines(result, paths=paths):
             console.print(f"[red]FAIL[/red] {escape(line)}", highlight=False, soft_wrap=True)
-    for line in skip_lines(results):
+    skips = skip_lines(results, paths=paths) if verbose else skip_summary(results)
+    for line in skips:
         console.print(f"[yellow]SKIP[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+    if skips and not verbose:
+        console.print("     (--verbose lists each, with its file and line)", highlight=False)
     counts = summary(results)
     console.print(
         f"{counts['passed']} passed, {counts['failed']} failed"
@@ -1157,10 +1187,14 @@ def print_summary(
 
 
 def _summary_table(
-    results: Sequence[CellResult], escape: Callable[[str], str], *, per_cell: bool | None = None
+    results: Sequence[CellResult],
+    escape: Callable[[str], str],
+    *,
+    per_cell: bool | None = None,
+    paths: ScenarioPaths,
 ) -> Table:
     if not (len(results) <= FULL_TABLE_CELLS if per_cell is None else per_cell):
-        return _files_table(results, escape)
+        return _files_table(results, escape, paths)
     table = Table(title="harness run")
     for column in ("scenario", "runtime", "store", "result", "time"):
         table.add_column(column)
@@ -1182,12 +1216,14 @@ def _summary_table(
     return table
 
 
-def _files_table(results: Sequence[CellResult], escape: Callable[[str], str]) -> Table:
+def _files_table(
+    results: Sequence[CellResult], escape: Callable[[str], str], paths: ScenarioPaths
+) -> Table:
     """A row per scenario file with a failed or skipped cell, then one row for every file whose
     cells all passed: what a large run needs to show, in as many rows as it has problems."""
     rows: dict[str, list[float]] = {}
     for result in results:
-        row = rows.setdefault(str(result.cell.loaded.path), [0, 0, 0, 0, 0.0])
+        row = rows.setdefault(paths.shown(result.cell.loaded.path), [0, 0, 0, 0, 0.0])
         row[0] += 1
         row[1 if result.passed else 3 if result.skipped else 2] += 1
         row[4] += result.duration

@@ -23,6 +23,7 @@ from polyfactory.factories.pydantic_factory import ModelFactory
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.agent.definition import AgentDefinition, AgentTool, Memory, Skill, Skills, Workspace
+from harness.agent.spec import AgentSpec
 from harness.cassettes.cassette import (
     CassetteDocument,
     CassetteMetadata,
@@ -76,7 +77,7 @@ from harness.protocol.outcome import (
     ToolUse,
 )
 from harness.providers import ANTHROPIC, OPENAI
-from harness.scenarios.format import AgentSpec, Scenario
+from harness.scenarios.format import Scenario
 from harness.sse import SseEvent
 from harness.stores.base import StoredRun
 

@@ -38,6 +38,7 @@ from harness.agent.definition import (
     Workspace,
 )
 from harness.agent.output import output_validator
+from harness.agent.spec import AgentSpec
 from harness.errors import IllegalArgumentException
 from harness.llm.capabilities import ALL_EFFORTS
 from harness.llm.gateway import GatewayConfig, LlmGateway
@@ -46,7 +47,7 @@ from harness.llm.script import ScriptedError, ScriptedReply, ScriptedToolCall, S
 from harness.modules.completion import INPUT_FINAL_ANSWER, MAX_ANSWER_UTF16_UNITS
 from harness.providers import BUILT_IN, Provider, ProviderSpec, find_provider, unknown_provider
 from harness.runtimes.base import RUNTIME_NAMES
-from harness.scenarios.format import AgentSpec, Scenario
+from harness.scenarios.format import Scenario
 
 __all__ = [
     "CANARY",

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 import harness
 from harness.agent.definition import AgentDefinition, AgentParts
+from harness.agent.spec import AgentSpec
 from harness.agent.state import PERSISTENCE_POINTS, CancelPoint
 from harness.cassettes import RecordMode
 from harness.llm.capabilities import ALL_EFFORTS
@@ -28,7 +29,6 @@ from harness.providers import PROVIDERS
 from harness.pytest_plugin import HTTP_LIBRARY_NAMES
 from harness.runtimes import PROFILES
 from harness.runtimes.base import RUNTIME_NAMES
-from harness.scenarios.format import AgentSpec
 from harness.stores.base import STORE_KINDS
 from harness.targets.protocol import Feature
 from tests.support.package_source import parsed, python_files

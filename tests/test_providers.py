@@ -102,8 +102,12 @@ def test_the_built_in_specs_are_the_provider_literal_in_order() -> None:
 def test_openais_spec() -> None:
     assert OPENAI.adapter == "harness.llm.openai"
     assert OPENAI.endpoints == (
-        Endpoint("/v1/chat/completions", "chat_completions"),
-        Endpoint("/v1/responses", "responses"),
+        Endpoint(
+            "/v1/chat/completions",
+            "chat_completions",
+            deployment_paths=("/openai/deployments/{deployment}/chat/completions",),
+        ),
+        Endpoint("/v1/responses", "responses", deployment_paths=("/openai/responses",)),
     )
     assert OPENAI.request_path == "/v1/chat/completions"
     assert OPENAI.sdk_base_url("http://h/c/x") == "http://h/c/x/v1"

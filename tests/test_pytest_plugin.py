@@ -173,8 +173,9 @@ def test_a_failing_cell_reports_the_expectation_and_its_line(project: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*_ finish-wrong[[]js-sqlite[]] _*",
-            f'{path}:{line} finish-wrong[[]js-sqlite[]]: expect.output: expected {{"city": "Rome"}}, '
-            'got {"city": "Paris"}',
+            # the file relative to the folder pytest runs in, as pytest names it
+            f"scenarios/wrong.yaml:{line} finish-wrong[[]js-sqlite[]]: expect.output: expected "
+            '{"city": "Rome"}, got {"city": "Paris"}',
         ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")

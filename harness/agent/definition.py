@@ -73,7 +73,7 @@ class Memory(WireModel):
 
 class AgentParts(WireModel):
     """What an agent is made of, declared once: `AgentDefinition` and a scenario file's agent
-    block (`harness.scenarios.format.AgentSpec`) both extend it, so a field or a bound added
+    block (`harness.agent.spec.AgentSpec`) both extend it, so a field or a bound added
     here holds for both, and a scenario refuses what a definition would refuse at the same key.
     """
 

@@ -7,12 +7,15 @@ clients (official SDKs included):
   order, volatile fields and host do not matter and behaviour-changing headers do;
 - `HarnessPersister`, a vcrpy persister that stores vcrpy cassettes as `harness-cassette` JSON
   files, scrubbed exactly as `CassetteTransport` scrubs (the same `record_request` and
-  `record_response`), and loads them back for vcrpy;
+  `record_response`), and loads them back for vcrpy. It saves as `CassetteTransport` does, under
+  the cassette's lock, merging into what is on disk, so pytest-xdist workers sharing a cassette
+  lose nothing; `HarnessRerecordingPersister` is its record mode `all`, whose first save of a
+  run replaces the file and later saves of the run merge;
 - `import_vcr`, which converts existing vcrpy YAML cassettes (including pydantic-ai's
   `parsed_body` variant) into `harness-cassette/2` files `CassetteTransport` replays.
 
-`register(vcr)` installs the matcher and the persister on a `vcr.VCR`. With pytest-recording, do it
-in the `pytest_recording_configure` hook of a `conftest.py`:
+`register(vcr)` installs the matcher and the persister for the `vcr.VCR`'s record mode. With
+pytest-recording, do it in the `pytest_recording_configure` hook of a `conftest.py`:
 
 ```python
 import pytest
@@ -42,7 +45,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import defaultdict
+import threading
+import uuid
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -72,7 +77,8 @@ from harness.cassettes.cassette import (
 from harness.cassettes.diff import structural_diff
 from harness.cassettes.key import canonical_request_bytes, canonical_request_key
 from harness.cassettes.record import Recorder
-from harness.cassettes.store import lock_for
+from harness.cassettes.recording_run import given_run_id, join_run
+from harness.cassettes.store import lock_for, save_recording
 from harness.errors import CassetteError, CassetteFormatError
 from harness.json_body import MAX_BODY_DEPTH, json_nesting_depth
 from harness.providers import ANTHROPIC_VERSION, detect_provider, detect_spec
@@ -103,6 +109,18 @@ class RequestHashMismatchError(CassetteError, AssertionError):
     "no match" (vcrpy reports the message)."""
 
     code: ClassVar[str] = "cassette_request_hash_mismatch"
+
+
+class VcrMergeError(CassetteError, ValueError):
+    """Raised by vcrpy's save of a cassette through `HarnessPersister` (installed by
+    `harness.cassettes.vcr.register`) when the save leaves out interactions it loaded from the
+    file: `record_mode='all'` given to `use_cassette` instead of the `VCR`,
+    `drop_unused_requests=True`, or a `before_save_interaction` hook that drops them. The
+    persister merges every save into the file, so that parallel workers lose nothing, and cannot
+    tell an interaction to remove from one another test still replays; the message names the
+    fix. Nothing is written."""
+
+    code: ClassVar[str] = "cassette_vcr_merge_refused"
 
 
 # -- the matcher -----------------------------------------------------------------------------------
@@ -304,22 +322,39 @@ def _decoded_content(status: int, headers: list[tuple[str, str]], raw: bytes) ->
 
 
 class HarnessPersister:
-    """vcrpy persister that keeps cassettes as `harness-cassette` JSON whatever their suffix.
+    """vcrpy persister that keeps cassettes as `harness-cassette` JSON whatever their suffix, and
+    merges every save into the file, so that processes recording one cassette at once (pytest-xdist
+    workers) lose none of each other's interactions.
 
     `load_cassette` verifies the file (digests, and the signature when `HARNESS_CASSETTE_KEY` is
     set) and raises `CassetteNotFoundError` when it is absent or empty, which vcrpy reads as "record
     it"; a file in another format raises `CassetteFormatError` (a `ValueError`) instead of being
-    treated as empty. `save_cassette` scrubs with the transport's own `record_request` and
-    `record_response` and writes atomically under the cassette's lock. Both ignore vcrpy's
-    `serializer`. Loaded requests carry no scheme or host (the format keys requests without
+    treated as empty. Loaded requests carry no scheme or host (the format keys requests without
     them), so match with `MATCH_ON`, never with `uri`, `scheme`, `host` or `port`.
+
+    vcrpy saves the whole cassette as this process knows it: what it loaded and what it recorded
+    since. `save_cassette` writes only the interactions recorded since, each scrubbed with the
+    transport's own `record_request` and `record_response`: under the cassette's lock it re-reads
+    the file, keeps every interaction there (another process's included) and appends them
+    (`harness.cassettes.store.save_recording`, as `CassetteTransport` saves), writing atomically.
+    A request sent twice keeps both answers, as vcrpy replays each recorded answer once. Nothing
+    recorded means no write.
+
+    Merging never removes an interaction, so a save that leaves out some of what it loaded is
+    refused with `VcrMergeError` naming the fix: re-recording (record mode `all`) is
+    `HarnessRerecordingPersister`'s, which `register` installs on a `VCR` in that mode. Both
+    ignore vcrpy's `serializer`.
     """
+
+    rerecords: ClassVar[bool] = False
+    """Whether a save re-records (record mode `all`) instead of merging."""
 
     @classmethod
     def load_cassette(
         cls, cassette_path: str | os.PathLike[str], serializer: object = None
     ) -> tuple[list[Any], list[dict[str, Any]]]:
         path = Path(cassette_path)
+        _LAST_LOAD.loaded = None
         if not cassette_exists(path):
             raise CassetteNotFoundError(f"cassette {path} does not exist")
         raw = read_cassette(path)
@@ -344,6 +379,11 @@ class HarnessPersister:
             for interaction in cassette.interactions
         ]
         responses = [_vcr_response(interaction) for interaction in cassette.interactions]
+        _LAST_LOAD.loaded = _LoadedCassette(
+            path=_resolved(path),
+            keys=Counter(request.recorded_key for request in requests),
+            key_version=cassette.key_version,
+        )
         return requests, responses
 
     @classmethod
@@ -361,11 +401,20 @@ class HarnessPersister:
                 f"(get_metadata keys: {', '.join(sorted(map(str, metadata)))}); "
                 "keep such values outside the cassette"
             )
-        recorder = _recorder(path, DEFAULT_SCRUBBER)
-        pairs: list[tuple[str, httpx.Request, VcrResponseRecord]] = []
+        loaded: _LoadedCassette | None = getattr(_LAST_LOAD, "loaded", None)
+        if loaded is not None and loaded.path != _resolved(path):
+            loaded = None  # another cassette was loaded since; nothing to compare with
+        _LAST_LOAD.loaded = None
+        requests = list(cassette_dict["requests"])
+        if not cls.rerecords and loaded is not None:
+            _refuse_dropped(path, loaded.keys, requests)
+        key_version = loaded.key_version if loaded is not None and not cls.rerecords else None
+        pairs: list[tuple[int, str, httpx.Request, VcrResponseRecord]] = []
         for index, (request, response) in enumerate(
-            zip(cassette_dict["requests"], cassette_dict["responses"], strict=True)
+            zip(requests, cassette_dict["responses"], strict=True)
         ):
+            if isinstance(request, RecordedVcrRequest):
+                continue  # loaded from the file, which keeps it
             try:
                 sent = _httpx_request(request)
             except (ValueError, httpx.InvalidURL) as error:
@@ -377,9 +426,99 @@ class HarnessPersister:
                 record = VcrResponseRecord.model_validate(response)
             except ValidationError as error:
                 raise _validation_error(path, error, f"interaction #{index} response") from None
-            pairs.append((vcr_request_key(request), sent, record))
-        interactions = _build_interactions(path, recorder, pairs)
-        _write_cassette(path, interactions)
+            key = (
+                vcr_request_key(request)
+                if key_version is None
+                else canonical_request_key(*_vcr_request_parts(request), version=key_version)
+            )
+            pairs.append((index, key, sent, record))
+        recorded = _build_interactions(path, _recorder(path, DEFAULT_SCRUBBER), pairs)
+        if not recorded and not cls.rerecords:
+            return
+        save_recording(
+            path,
+            recorded,
+            replace=cls.rerecords,
+            provider=_provider_of(recorded),
+            run_token=_run_token(),
+        )
+
+
+class HarnessRerecordingPersister(HarnessPersister):
+    """`HarnessPersister` for record mode `all`, which `register` installs on a `VCR` in that mode.
+
+    A save writes what vcrpy recorded, never what it loaded: the first save of a recording run
+    replaces the file, and later saves of the same run (other tests, other pytest-xdist workers)
+    merge into it (`harness.cassettes.store.save_recording`, as `CassetteTransport` re-records).
+    A run is a pytest session with its workers (`PYTEST_XDIST_TESTRUNUID`), or every process
+    given one `HARNESS_RECORD_RUN_ID` (`harness.cassettes.recording_run`); without either, this
+    process. So a re-recorded cassette holds the run's traffic, and no stale interaction survives,
+    as with vcrpy's `drop_unused_requests=True`.
+    """
+
+    rerecords: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class _LoadedCassette:
+    """What this thread last loaded for vcrpy: the keys it handed over, and their version."""
+
+    path: Path
+    keys: Counter[str]
+    key_version: int
+
+
+_LAST_LOAD: Final = threading.local()
+"""`loaded`: the `_LoadedCassette` a save is checked against (vcrpy loads and saves a cassette on
+one thread, nothing in between)."""
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
+
+
+def _refuse_dropped(path: Path, loaded: Counter[str], requests: Sequence[Any]) -> None:
+    """Raise `VcrMergeError` when `requests` leave out interactions this thread loaded."""
+    kept = Counter(
+        request.recorded_key for request in requests if isinstance(request, RecordedVcrRequest)
+    )
+    dropped = sum((loaded - kept).values())
+    if not dropped:
+        return
+    raise VcrMergeError(
+        f"{path}: vcrpy saved this cassette without {dropped} of the {loaded.total()} "
+        "interaction(s) it loaded from it (record_mode='all' given to use_cassette re-records "
+        "them; drop_unused_requests=True or a before_save_interaction hook leaves them out), but "
+        "HarnessPersister merges every save so that parallel workers lose nothing, and removes "
+        "no interaction another test may replay. To re-record, set the record mode on the VCR "
+        "before register(vcr) (vcr.VCR(record_mode='all'); pytest-recording: --record-mode=all, "
+        "vcr_config or the vcr marker) or pass persister=HarnessRerecordingPersister to "
+        "use_cassette; to keep every interaction, leave drop_unused_requests unset"
+    )
+
+
+_PROCESS_RUN_TOKEN: Final = uuid.uuid4().hex
+"""The run of a process given no run name: its saves are the run."""
+
+
+def _run_token() -> str:
+    """The save marker of this process's recording run (`RecordingRun.token`), joined now."""
+    named = given_run_id()
+    return join_run(named).token if named is not None else _PROCESS_RUN_TOKEN
+
+
+def _provider_of(interactions: Iterable[Interaction]) -> str | None:
+    return next(
+        (
+            found
+            for interaction in interactions
+            if (found := detect_provider(interaction.request.path)) is not None
+        ),
+        None,
+    )
 
 
 def _vcr_response(interaction: Interaction) -> dict[str, Any]:
@@ -407,6 +546,7 @@ class VcrConfig(Protocol):
     """What `register` needs of a `vcr.VCR`."""
 
     match_on: Any
+    record_mode: Any
 
     def register_matcher(self, name: str, matcher: Callable[[Any, Any], None]) -> None: ...
 
@@ -417,14 +557,20 @@ VcrConfigT = TypeVar("VcrConfigT", bound=VcrConfig)
 
 
 def register(vcr_instance: VcrConfigT) -> VcrConfigT:
-    """Register `request_hash` and `HarnessPersister` on a `vcr.VCR`, and return it.
+    """Register `request_hash` and a persister on a `vcr.VCR`, and return it.
+
+    The persister is chosen by the instance's `record_mode`: `HarnessRerecordingPersister` for
+    `all`, `HarnessPersister` (which merges) for every other mode. pytest-recording makes one
+    `VCR` per test, in that test's mode, so its option, `vcr_config` and markers all count; with
+    vcrpy alone, give `record_mode='all'` to the `VCR` rather than to `use_cassette`.
 
     When the instance still has vcrpy's default `match_on`, which can never match a cassette of
     ours (loaded requests have no scheme or host), it becomes `MATCH_ON`
     (`method`, `path`, `request_hash`); a `match_on` the user chose is kept.
     """
     vcr_instance.register_matcher(MATCHER_NAME, request_hash)
-    vcr_instance.register_persister(HarnessPersister)
+    rerecords = getattr(vcr_instance.record_mode, "value", vcr_instance.record_mode) == "all"
+    vcr_instance.register_persister(HarnessRerecordingPersister if rerecords else HarnessPersister)
     if tuple(vcr_instance.match_on) == VCR_DEFAULT_MATCH_ON:
         vcr_instance.match_on = MATCH_ON
     return vcr_instance
@@ -607,7 +753,7 @@ def _convert_vcr_file(
             f"{path}: a harness cassette has no place for vcrpy cassette metadata "
             f"(keys: {', '.join(sorted(cassette.metadata))}); remove it before importing"
         )
-    pairs: list[tuple[str, httpx.Request, VcrResponseRecord]] = []
+    pairs: list[tuple[int, str, httpx.Request, VcrResponseRecord]] = []
     without_version = 0
     for index, interaction in enumerate(cassette.interactions):
         headers = interaction.request.header_pairs()
@@ -625,7 +771,7 @@ def _convert_vcr_file(
         except (ValueError, httpx.InvalidURL) as error:
             raise CassetteFormatError(f"{path}: interaction #{index} request: {error}") from None
         _check_nesting(path, f"interaction #{index} request", request.content)
-        pairs.append((recorder.key_for(request), request, interaction.response))
+        pairs.append((index, recorder.key_for(request), request, interaction.response))
     return _build_interactions(path, recorder, pairs), without_version
 
 
@@ -690,15 +836,16 @@ def _recorder(path: Path, scrubber: Scrubber) -> Recorder:
 def _build_interactions(
     path: Path,
     recorder: Recorder,
-    pairs: Iterable[tuple[str, httpx.Request, VcrResponseRecord]],
+    pairs: Iterable[tuple[int, str, httpx.Request, VcrResponseRecord]],
 ) -> list[Interaction]:
-    """Scrubbed interactions, `occurrence` counted per key in order.
+    """Scrubbed interactions, `occurrence` counted per key in order, from `(index, key,
+    request, response)`, the index being where the interaction is in its source.
 
     Raises `CassetteFormatError` naming `path` and the interaction when one cannot be stored.
     """
     counts: dict[str, int] = defaultdict(int)
     interactions: list[Interaction] = []
-    for index, (key, request, response) in enumerate(pairs):
+    for index, key, request, response in pairs:
         where = f"interaction #{index} response"
         try:
             content = response.content()
@@ -734,14 +881,7 @@ def _write_cassette(path: Path, interactions: list[Interaction]) -> bool:
     Unchanged interactions keep the file's metadata (`recorded_at` included), so converting or
     saving the same traffic again leaves the file byte-identical.
     """
-    provider = next(
-        (
-            found
-            for interaction in interactions
-            if (found := detect_provider(interaction.request.path)) is not None
-        ),
-        None,
-    )
+    provider = _provider_of(interactions)
     with lock_for(path):
         existing = read_cassette(path) if cassette_exists(path) else None
         metadata = _reusable_metadata(path, existing, interactions, provider)
@@ -772,11 +912,13 @@ __all__ = [
     "MATCHER_NAME",
     "MATCH_ON",
     "HarnessPersister",
+    "HarnessRerecordingPersister",
     "ImportReport",
     "ImportedCassette",
     "RecordedVcrRequest",
     "RequestHashMismatchError",
     "VcrImportError",
+    "VcrMergeError",
     "import_vcr",
     "register",
     "request_hash",

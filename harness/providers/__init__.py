@@ -136,8 +136,8 @@ def keyed_header_names() -> frozenset[str]:
 def register_provider(spec: ProviderSpec) -> ProviderSpec:
     """Add `spec`, so every part of the harness accepts its name, paths and headers.
 
-    Refuses (`ValueError`) a name already registered, and an endpoint or a detected path
-    another provider already has: one path must mean one provider.
+    Refuses (`ValueError`) a name already registered, and an endpoint, a deployment path or a
+    detected path another provider already has: one path must mean one provider.
     """
     global _registry
     with _changing:
@@ -157,6 +157,19 @@ def _with(current: _Registry, spec: ProviderSpec) -> _Registry:
                 f"expected endpoints no other provider serves but got path={endpoint.path!r}, "
                 f"served for {owner}"
             )
+    deployments = {
+        path: owner.name
+        for owner in current.specs.values()
+        for served in owner.endpoints
+        for path in served.deployment_paths
+    }
+    for endpoint in spec.endpoints:
+        for path in endpoint.deployment_paths:
+            if path in deployments:
+                raise ValueError(
+                    f"expected deployment paths no other provider serves but got path={path!r}, "
+                    f"served for {deployments[path]}"
+                )
     taken = {path: owner.name for path, owner in current.detected}
     for path in spec.detected_paths:
         if path in taken:

@@ -10,8 +10,13 @@ OPENAI: Final = ProviderSpec(
     name="openai",
     adapter="harness.llm.openai",
     endpoints=(
-        Endpoint("/v1/chat/completions", "chat_completions"),
-        Endpoint("/v1/responses", "responses"),
+        # Azure OpenAI: Chat Completions per deployment, Responses per resource
+        Endpoint(
+            "/v1/chat/completions",
+            "chat_completions",
+            deployment_paths=("/openai/deployments/{deployment}/chat/completions",),
+        ),
+        Endpoint("/v1/responses", "responses", deployment_paths=("/openai/responses",)),
     ),
     detected_paths=("/chat/completions", "/completions", "/responses", "/embeddings"),
     sdk_base_suffix="/v1",

@@ -23,13 +23,33 @@ GENERIC_VERSION_SUFFIX = "/v1"
 `/v1` to any provider's base URL, out of the OpenAI SDK's habit."""
 
 
+DEPLOYMENT_PLACEHOLDER = "{deployment}"
+"""Stands for one path segment, the deployment's name, in `Endpoint.deployment_paths`."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """One API a provider serves: its path (as sent upstream and served by `harness serve`, after
-    a cassette or session name) and the wire format it speaks."""
+    a cassette or session name) and the wire format it speaks.
+
+    `deployment_paths` are the same API on a host that serves one deployment per model, as that
+    host spells it (Azure OpenAI's `/openai/deployments/{deployment}/chat/completions`), with
+    `DEPLOYMENT_PLACEHOLDER` for the deployment's name. `harness serve` serves them too, and
+    keys, replays and records such a request at the path it came to, as a client's own transport
+    does in process: a deployment's cassette holds its deployment paths and `api-version`."""
 
     path: str
     wire: Wire
+    deployment_paths: tuple[str, ...] = ()
+
+    @property
+    def unversioned_path(self) -> str:
+        """The path without its version (`/messages` for `/v1/messages`): what a client sends
+        when its base URL already ends in the version, as the AI SDK's Anthropic provider's
+        does. The path itself when it has no version."""
+        if self.path.startswith(GENERIC_VERSION_SUFFIX + "/"):
+            return self.path.removeprefix(GENERIC_VERSION_SUFFIX)
+        return self.path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +62,10 @@ class ProviderSpec:
     `/embeddings` or `/messages/count_tokens`.
 
     `sdk_base_suffix` is what the provider's official SDKs expect at the end of their base URL
-    (`/v1` for OpenAI's, nothing for Anthropic's), so a server root plus the suffix is the base
-    URL to give an SDK.
+    (`/v1` for OpenAI's, nothing for Anthropic's, which add `/v1` themselves), so a server root
+    plus the suffix is the base URL to give an SDK. Other SDKs write it their own way (the AI
+    SDK's Anthropic provider wants `/v1`): `harness serve` takes every endpoint with and without
+    its version, so either spelling reaches it.
 
     `volatile_fields` are JSON pointers of body fields that vary between runs without changing
     the answer: the request key leaves them out. `keyed_headers` are the headers that change
@@ -99,7 +121,7 @@ class ProviderSpec:
         in none of them (`/v1/embeddings`, `/v1/messages/count_tokens`): an API of this
         provider that the harness does not speak."""
         for endpoint in sorted(self.endpoints, key=lambda served: -len(served.path)):
-            if path.endswith(endpoint.path.removeprefix(GENERIC_VERSION_SUFFIX)):
+            if path.endswith(endpoint.unversioned_path):
                 return endpoint
         return None
 

@@ -11,13 +11,14 @@ from pydantic_core import ErrorDetails
 
 from harness.agent.definition import AgentDefinition, AgentTool
 from harness.agent.loop import LlmCallConfig, LlmConfigOverride, OverrideContext
+from harness.agent.spec import AgentSpec, ConfigOverrideSpec
 from harness.agent.tools import ApprovalPolicy
 from harness.cassettes.modes import RecordMode
 from harness.errors import IllegalArgumentException
 from harness.llm.models import LlmToolCall, Reasoning, ReasoningDisabled, ReasoningEffort
 from harness.llm.script import ScriptTransport
 from harness.providers import Provider, find_provider, unknown_provider
-from harness.scenarios.format import AgentSpec, ConfigOverrideSpec, Scenario, ToolPolicySpec
+from harness.scenarios.format import Scenario, ToolPolicySpec
 
 if TYPE_CHECKING:
     from harness.cassettes.transport import CassetteTransport

@@ -6,7 +6,8 @@ deltas, or send request fields the contract does not read. So the comparison cov
 
 - the answer's wire-record fields (status, error code, output, outcome record, envelope, counters,
   module executions' outputs and error types and codes), with every free-text message compared
-  by its shape only (present or absent: the contract leaves its wording open);
+  by its shape only (present or absent: the contract leaves its wording open). A counter is
+  optional: one that either answer leaves out is unknown, and not compared;
 - the stream chunks, with consecutive text deltas of one step read as one and a tool call's
   arguments read as a JSON value (numbers by value: `0.0` is `0`), aligned as the longest
   common subsequence, so one missing or extra chunk is one line
@@ -38,8 +39,11 @@ VOLATILE: Final = (("envelope", "allocationId"), ("envelope", "durationMs"))
 
 
 def answer_differences(reference: dict[str, Any], target: dict[str, Any]) -> list[str]:
-    """The contract differences between two answers to one cell (`reference -> target`)."""
+    """The contract differences between two answers to one cell (`reference -> target`).
+    A counter only one of them reports (`counters` keys are optional) is unknown, never a
+    difference: the answers are compared on the counters both report."""
     ours, theirs = _contract_answer(reference), _contract_answer(target)
+    _only_counters_both_report(ours, theirs)
     lines = list(
         structural_diff(
             {k: v for k, v in ours.items() if k != "chunks"},
@@ -165,6 +169,18 @@ def _contract_answer(answer: dict[str, Any]) -> dict[str, Any]:
         copied["chunks"] = [_arguments_by_value(chunk) for chunk in copied["chunks"]]
     shaped: dict[str, Any] = _shapes_of_free_text(copied)
     return shaped
+
+
+def _only_counters_both_report(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    """Leave in each answer's `counters` only the counters both answers report (a missing
+    `counters` reports none); nothing changes when neither answer has `counters`."""
+    if "counters" not in ours and "counters" not in theirs:
+        return
+    mine, yours = ours.get("counters") or {}, theirs.get("counters") or {}
+    if not (isinstance(mine, dict) and isinstance(yours, dict)):
+        return  # not the protocol's shape: compared as it is
+    ours["counters"] = {name: value for name, value in mine.items() if name in yours}
+    theirs["counters"] = {name: value for name, value in yours.items() if name in mine}
 
 
 def _arguments_by_value(chunk: Any) -> Any:

@@ -25,12 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from harness.agent.definition import AgentParts
-from harness.agent.output import output_validator
-from harness.agent.state import CancelPoint, PersistencePoint
+from harness.agent.spec import AgentSpec, CancelSpec, FaultSpec, TemporalSpec
 from harness.cassettes.key import VolatileFieldError, split_pointer
-from harness.errors import IllegalArgumentException
-from harness.llm.models import Effort
 from harness.llm.script import ScriptedReply
 from harness.protocol.chunks import (
     ApprovalChunk,
@@ -56,47 +52,19 @@ class ScenarioModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-# -- the agent --------------------------------------------------------------------------------------
+# The agent block (`AgentSpec`), the crash points (`FaultSpec`), the cancellation (`CancelSpec`)
+# and the Temporal options (`TemporalSpec`) are `harness.agent.spec`'s: an agent cell of the
+# target protocol carries them as they are.
 
 
-class ConfigOverrideSpec(ScenarioModel):
-    """What the agent's `llm_config_override` callback returns in the forced phase."""
-
-    model: str | None = None
-    temperature: float | None = None
-    max_tokens: PositiveInt | None = None
+def fault_plan(fault: FaultSpec) -> Fault:
+    """Where the runtime crashes the run, as the runtimes take it."""
+    return Fault(fault.crash_after, fault.occurrence)
 
 
-# The fields every agent has come from `AgentParts`, the one declaration `AgentDefinition`
-# extends too; the run's definition is built from this block and the scenario's name and model
-# (`harness.scenarios.build.agent_definition`).
-class AgentSpec(AgentParts):
-    """The agent under test: its prompt, tools, output schema, budgets, skills, workspace and
-    memory, the message it is given, and what the scenario scripts around its run."""
-
-    user_message: str = "Do the task."
-
-    @field_validator("output_schema")
-    @classmethod
-    def _a_json_schema(cls, schema: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
-        if schema is not None:
-            try:
-                output_validator(schema)  # cached: the run reuses it
-            except IllegalArgumentException as error:
-                raise ValueError(str(error)) from None
-        return schema
-
-    max_completion_retries: int | None = Field(
-        default=None,
-        ge=0,
-        description="the forced-completion budget (maxAttempts); omitted, the runtime's own "
-        "default applies (2)",
-    )
-    reasoning: Literal[Effort, "disabled"] | None = None
-    llm_config_override: ConfigOverrideSpec | None = None
-    deny_approval: list[str] = Field(
-        default_factory=list, description="Approval-gated tools whose approval is denied."
-    )
+def cancel_plan(cancel: CancelSpec) -> Cancel:
+    """When the run is cancelled from outside, as the runtimes take it."""
+    return Cancel(cancel.after, cancel.occurrence)
 
 
 # -- modules ----------------------------------------------------------------------------------------
@@ -127,35 +95,6 @@ class ToolPolicySpec(ScenarioModel):
 
     available: bool = True
     allow: list[str] | None = None
-
-
-# -- faults and runtime options ---------------------------------------------------------------------
-
-
-class FaultSpec(ScenarioModel):
-    crash_after: PersistencePoint
-    occurrence: PositiveInt = 1
-
-    def plan(self) -> Fault:
-        return Fault(self.crash_after, self.occurrence)
-
-
-class CancelSpec(ScenarioModel):
-    """Cancel the run from outside: the runtime honours it right after the `occurrence`-th
-    persistence at `after` and ends the run with status `cancelled`."""
-
-    after: CancelPoint = Field(
-        description="the persistence point after which the run is cancelled (any but "
-        "run_finished, when the run is already over)"
-    )
-    occurrence: PositiveInt = Field(default=1, description="which time the run reaches `after`")
-
-    def plan(self) -> Cancel:
-        return Cancel(self.after, self.occurrence)
-
-
-class TemporalSpec(ScenarioModel):
-    register_persist_forced_completion: bool = True
 
 
 # -- expectations -----------------------------------------------------------------------------------
@@ -573,7 +512,7 @@ class Scenario(ScenarioModel):
         if self.kind != "agent":
             raise ValueError(f"a cancel block does not apply to a {self.kind} scenario")
         try:
-            check_cancel(self.cancel.plan(), [fault.plan() for fault in self.faults])
+            check_cancel(cancel_plan(self.cancel), [fault_plan(fault) for fault in self.faults])
         except CancelPlanInvalidError as error:
             raise ValueError(str(error)) from None
 

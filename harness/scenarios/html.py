@@ -30,7 +30,7 @@ from harness.llm.models import (
 )
 from harness.protocol._base import WireModel
 from harness.scenarios.detail import CallDetail, CellDetail
-from harness.scenarios.report import failure_lines, skip_lines
+from harness.scenarios.report import ScenarioPaths, failure_lines, skip_lines
 from harness.scenarios.run import CellResult
 from harness.scrub import redact, redact_json, secrets_sent
 
@@ -58,9 +58,9 @@ class CellView(WireModel):
     detail: CellDetail | None = None
 
 
-def cell_view(result: CellResult) -> CellView:
+def cell_view(result: CellResult, *, paths: ScenarioPaths | None = None) -> CellView:
     """What the report shows of `result`: its failure and skip lines as the terminal prints
-    them (redacted), and its run detail when one was collected."""
+    them (redacted, files named by `paths`), and its run detail when one was collected."""
     loaded = result.cell.loaded
     status: CellStatus = (
         "passed"
@@ -84,8 +84,8 @@ def cell_view(result: CellResult) -> CellView:
         tags=tuple(loaded.scenario.tags),
         status=status,
         duration_seconds=round(result.duration, 6),
-        failure_lines=tuple(failure_lines(result)),
-        skip_lines=tuple(skip_lines([result])),
+        failure_lines=tuple(failure_lines(result, paths=paths)),
+        skip_lines=tuple(skip_lines([result], paths=paths)),
         detail=result.detail,
     )
 

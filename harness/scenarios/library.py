@@ -17,7 +17,14 @@ from pathlib import Path
 
 from harness.cassettes.modes import RecordMode
 from harness.scenarios.plan import execute_plan, plan_run, write_reports
-from harness.scenarios.report import failure_lines, skip_lines, summary, write_json, write_junit
+from harness.scenarios.report import (
+    ScenarioPaths,
+    failure_lines,
+    skip_lines,
+    summary,
+    write_json,
+    write_junit,
+)
 from harness.scenarios.run import CellResult
 
 
@@ -39,10 +46,12 @@ class ScenarioRun:
     def failures(self) -> list[str]:
         """Every failure as `harness run` prints it: `file:line id: expect.key: expected X, got
         Y`, secrets redacted."""
-        return [line for result in self.results for line in failure_lines(result)]
+        paths = ScenarioPaths()
+        return [line for result in self.results for line in failure_lines(result, paths=paths)]
 
     def skips(self) -> list[str]:
-        """Every skipped cell and expectation, with its reason."""
+        """Every skipped cell and expectation, with its reason (as `harness run --verbose`
+        prints them)."""
         return skip_lines(self.results)
 
     def write_json(self, path: str | Path) -> None:

@@ -294,7 +294,12 @@ class _Observed:
 
     @property
     def answer(self) -> dict[str, Any]:
-        return self.reply.model_dump(mode="json")
+        """The answer as JSON, with only the counters the target reported (`Counters.reported`):
+        the comparison with the reference reads a counter left out as unknown."""
+        answer = self.reply.model_dump(mode="json")
+        if isinstance(self.reply, AgentResult):
+            answer["counters"] = self.reply.counters.reported()
+        return answer
 
     def detail(self) -> CellDetail | None:
         """An agent cell's detail for the HTML report (a module cell has none)."""

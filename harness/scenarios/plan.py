@@ -28,7 +28,7 @@ from harness.scenarios.bundled import ScenarioLibrary, bundled_library, check_re
 from harness.scenarios.load import LoadedScenario, load_scenarios
 from harness.scenarios.parallel import LAST_RUN, Shard, failed_last_time, worker_count
 from harness.scenarios.project import configured_target, configured_target_env
-from harness.scenarios.report import check_report_paths, write_json, write_junit
+from harness.scenarios.report import ScenarioPaths, check_report_paths, write_json, write_junit
 from harness.scenarios.run import Cell, CellResult, RunOptions, expand, run_cell
 from harness.scenarios.select import compile_keyword
 from harness.stores.base import STORE_KINDS
@@ -406,7 +406,8 @@ def write_reports(plan: RunPlan, results: Sequence[CellResult]) -> None:
     if reports.html is not None:
         from harness.scenarios.html import cell_view, write_html
 
-        write_html([cell_view(result) for result in results], reports.html)
+        paths = ScenarioPaths()
+        write_html([cell_view(result, paths=paths) for result in results], reports.html)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:

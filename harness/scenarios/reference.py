@@ -21,16 +21,7 @@ from harness.modules.completion import AgentCompletionModule
 from harness.modules.models_acl import LlmDetails
 from harness.providers import find_provider, provider_of
 from harness.runtimes.profiles import PROFILES
-from harness.scenarios.format import (
-    AgentSpec,
-    CancelSpec,
-    FaultSpec,
-    ModelSpec,
-    Scenario,
-    SessionSpec,
-    TemporalSpec,
-    ToolPolicySpec,
-)
+from harness.scenarios.format import ModelSpec, Scenario, SessionSpec, ToolPolicySpec
 from harness.scenarios.run import (
     RunOptions,
     cell_store,
@@ -98,10 +89,10 @@ def _agent(cell: AgentCell) -> dict[str, Any]:
         name=cell.scenario,
         provider=cell.provider,
         model=cell.model,
-        agent=AgentSpec.model_validate(cell.agent),
-        faults=[FaultSpec.model_validate(fault) for fault in cell.faults],
-        cancel=None if cell.cancel is None else CancelSpec.model_validate(cell.cancel),
-        temporal=None if cell.temporal is None else TemporalSpec.model_validate(cell.temporal),
+        agent=cell.agent,
+        faults=cell.faults,
+        cancel=cell.cancel,
+        temporal=cell.temporal,
     )
     store = cell_store(cell.store, RunOptions())
     try:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.json_body import JsonFileError, read_json_file
+from harness.scenarios.bundled import LIBRARY_FOLDERS, LibraryNotFoundError, bundled_library
 from harness.scenarios.expect import ABSENT
 from harness.scenarios.run import CellResult
 from harness.scrub import Scrubber, environment_scrubber, redact
@@ -60,24 +63,100 @@ def _check_writable(option: str, path: Path) -> None:
         ) from None
 
 
-def failure_lines(result: CellResult) -> list[str]:
+LIBRARY_MARK: Final = "<library>"
+"""How a report names the folder of the scenario library bundled with the harness, which
+`harness library path` prints: `<library>/scenarios/runtimes/temporal.yaml`."""
+
+
+class ScenarioPaths:
+    """How reports name scenario files, each worked out once.
+
+    What a terminal shows (`shown`): a file inside the working folder relative to it
+    (`scenarios/forced/budgets.yaml`), a file of the bundled library elsewhere (a wheel's, in
+    site-packages) as `<library>/scenarios/...`, and any other file as it was given. What a
+    JSON or JUnit report holds (`reported`): relative to the working folder inside it, else
+    absolute, so that it names the file wherever the report is read."""
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self._workdir = Path.cwd() if workdir is None else workdir
+        self._library: Path | None = None
+        self._library_looked_up = False
+        self._shown: dict[Path, str] = {}
+        self._reported: dict[Path, str] = {}
+
+    def shown(self, path: Path) -> str:
+        known = self._shown.get(path)
+        if known is None:
+            known = self._shown[path] = self._show(path)
+        return known
+
+    def reported(self, path: Path) -> str:
+        known = self._reported.get(path)
+        if known is None:
+            inside = _relative_to(path, self._workdir)
+            known = os.path.abspath(path) if inside is None else inside.as_posix()
+            self._reported[path] = known
+        return known
+
+    def _show(self, path: Path) -> str:
+        inside = _relative_to(path, self._workdir)
+        if inside is not None:
+            return inside.as_posix()
+        library = self._library_root()
+        in_library = None if library is None else _relative_to(path, library)
+        # only its scenarios/ and cassettes/: a checkout's root, the library of an editable
+        # install, holds more
+        if in_library is not None and in_library.parts and in_library.parts[0] in LIBRARY_FOLDERS:
+            return f"{LIBRARY_MARK}/{in_library.as_posix()}"
+        return str(path)
+
+    def _library_root(self) -> Path | None:
+        if not self._library_looked_up:
+            self._library_looked_up = True
+            try:
+                self._library = bundled_library().root
+            except LibraryNotFoundError:
+                self._library = None
+        return self._library
+
+
+def _relative_to(path: Path, folder: Path) -> PurePath | None:
+    """`path` relative to `folder` when it lies inside it, as written or once links are
+    resolved (`/tmp` may be a link to `/private/tmp`), else None."""
+    absolute, base = Path(os.path.abspath(path)), Path(os.path.abspath(folder))
+    if absolute.is_relative_to(base):
+        return absolute.relative_to(base)
+    try:
+        resolved, resolved_base = absolute.resolve(), base.resolve()
+    except (OSError, RuntimeError):  # a link loop: the path is shown as given
+        return None
+    if resolved.is_relative_to(resolved_base):
+        return resolved.relative_to(resolved_base)
+    return None
+
+
+def failure_lines(result: CellResult, *, paths: ScenarioPaths | None = None) -> list[str]:
     """`file:line id: expect.key: expected X, got Y` for each mismatch (or the error), with
-    secrets redacted (`harness.scrub.redact`), as everywhere a report is printed."""
+    secrets redacted (`harness.scrub.redact`), as everywhere a report is printed. The file is
+    named as a terminal shows it (`ScenarioPaths.shown`). A cell that passed or was skipped has
+    none."""
+    if not (result.mismatches or result.differences or result.error is not None):
+        return []
     loaded = result.cell.loaded
+    file = (paths or ScenarioPaths()).shown(loaded.path)
     lines = [
-        f"{loaded.path}:{loaded.line_of(m.key)} {result.cell.id}: expect.{m.key}: "
+        f"{file}:{loaded.line_of(m.key)} {result.cell.id}: expect.{m.key}: "
         f"expected {_short(m.expected)}, got {_short(m.actual)}"
         for m in result.mismatches
     ]
+    where = f"{file}:{loaded.line} {result.cell.id}"
     lines.extend(
-        f"{loaded.path}:{loaded.line} {result.cell.id}: differs from the reference: {difference}"
-        for difference in result.differences
+        f"{where}: differs from the reference: {difference}" for difference in result.differences
     )
     if result.error is not None:
-        lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: {result.error}")
+        lines.append(f"{where}: {result.error}")
     if lines and result.misses:
         # the cause first: what the target asked that the cassette or script could not answer
-        where = f"{loaded.path}:{loaded.line} {result.cell.id}"
         caused: list[str] = []
         for miss in result.misses:
             first, *rest = miss.splitlines()
@@ -85,27 +164,55 @@ def failure_lines(result: CellResult) -> list[str]:
             caused.extend(f"    {line}" for line in rest)
         lines = caused + lines
     if lines and result.stderr:
-        lines.append(f"{loaded.path}:{loaded.line} {result.cell.id}: the target's stderr:")
+        lines.append(f"{where}: the target's stderr:")
         lines.extend(f"    {line}" for line in result.stderr.splitlines())
     if lines and result.run_id is not None:
-        where = f" ({result.kept_in})" if result.kept_in else ""
+        kept = f" ({result.kept_in})" if result.kept_in else ""
         lines.append(
-            f"{loaded.path}:{loaded.line} {result.cell.id}: its run is kept in the "
-            f"{result.cell.store} store{where} as run_id {result.run_id!r}"
+            f"{where}: its run is kept in the {result.cell.store} store{kept} as run_id "
+            f"{result.run_id!r}"
         )
     return [redact(line) for line in lines]
 
 
-def skip_lines(results: Sequence[CellResult]) -> list[str]:
-    """`file:line id: skipped: reason` for each skipped cell and skipped expectation."""
+def skip_lines(results: Sequence[CellResult], *, paths: ScenarioPaths | None = None) -> list[str]:
+    """`file:line id: skipped: reason` for each skipped cell and skipped expectation (what
+    `harness run --verbose` prints; `skip_summary` counts them instead), the file named as a
+    terminal shows it (`ScenarioPaths.shown`)."""
+    paths = paths or ScenarioPaths()
     lines: list[str] = []
     for result in results:
         loaded = result.cell.loaded
-        where = f"{loaded.path}:{loaded.line} {result.cell.id}"
+        where = f"{paths.shown(loaded.path)}:{loaded.line} {result.cell.id}"
         if result.skipped is not None:
             lines.append(f"{where}: skipped: {result.skipped}")
         lines.extend(f"{where}: skipped {reason}" for reason in result.skipped_expectations)
     return [redact(line) for line in lines]
+
+
+def skip_summary(results: Sequence[CellResult]) -> list[str]:
+    """The skips counted, one line per reason, the most frequent first (ties in the order the
+    run met them): `412 cells: the target does not declare the feature(s) faults
+    (hello.features)` for skipped cells, `expect.crashes in 3 cells: the target does not report
+    it (counters)` for skipped expectations. What `harness run` prints without `--verbose`."""
+    cells: Counter[str] = Counter()
+    expectations: Counter[tuple[str, str]] = Counter()
+    for result in results:
+        if result.skipped is not None:
+            cells[result.skipped] += 1
+        for reason in result.skipped_expectations:
+            key, _, why = reason.partition(": ")
+            expectations[(key, why)] += 1
+    lines = [f"{_cells(count)}: {reason}" for reason, count in cells.most_common()]
+    lines.extend(
+        f"{key} in {_cells(count)}: {why}" if why else f"{key} in {_cells(count)}"
+        for (key, why), count in expectations.most_common()
+    )
+    return [redact(line) for line in lines]
+
+
+def _cells(count: int) -> str:
+    return f"{count:,} cell" + ("" if count == 1 else "s")
 
 
 def summary(results: Sequence[CellResult]) -> dict[str, int]:
@@ -132,13 +239,17 @@ def _counts(cells: Iterable[tuple[bool, bool, bool, int]]) -> dict[str, int]:
 
 
 def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
+    """The JSON report: the counts, and every cell with its file (`ScenarioPaths.reported`:
+    relative to the working folder inside it, else absolute) and its failure lines as a
+    terminal shows them."""
+    paths = ScenarioPaths()
     return {
         "summary": summary(results),
         "cells": [
             {
                 "id": r.cell.id,
                 "scenario": r.cell.loaded.scenario.name,
-                "file": str(r.cell.loaded.path),
+                "file": paths.reported(r.cell.loaded.path),
                 "line": r.cell.loaded.line,
                 "runtime": r.cell.runtime,
                 "store": r.cell.store,
@@ -153,7 +264,7 @@ def to_json(results: Sequence[CellResult]) -> dict[str, Any]:
                 "error_code": r.error_code,
                 "run_id": r.run_id,
                 "kept_in": r.kept_in,
-                "failure_lines": failure_lines(r),
+                "failure_lines": failure_lines(r, paths=paths),
                 "mismatches": [
                     {
                         "key": m.key,

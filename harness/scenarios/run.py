@@ -25,7 +25,7 @@ from harness.runtimes.run import run_agent
 from harness.scenarios import build
 from harness.scenarios.detail import CellDetail, agent_detail
 from harness.scenarios.expect import Mismatch, check_agent, check_downstream, check_module
-from harness.scenarios.format import Scenario
+from harness.scenarios.format import Scenario, cancel_plan, fault_plan
 from harness.scenarios.load import LoadedScenario
 from harness.scrub import redact
 from harness.stores.base import StateStore, StoredRun
@@ -414,8 +414,8 @@ def run_reference_agent(
         user_message=user_message,
         runtime=runtime,
         store=store,
-        faults=[fault.plan() for fault in scenario.faults],
-        cancel=scenario.cancel.plan() if scenario.cancel is not None else None,
+        faults=[fault_plan(fault) for fault in scenario.faults],
+        cancel=cancel_plan(scenario.cancel) if scenario.cancel is not None else None,
         run_id=run_id,
         session_id=session_id,
         llm_config_override=build.config_override(spec),

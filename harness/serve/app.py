@@ -67,8 +67,22 @@ from harness.serve.cassette_usage import (
     served_cassette,
 )
 from harness.serve.limits import STOP_GRACE_SECONDS, ServeLimits
-from harness.serve.request_log import LogFormat, Outcome, format_line, key_prefix, write_line
-from harness.serve.routing import ENDPOINTS, Route, RouteError, cassette_path, route
+from harness.serve.request_log import (
+    LogFormat,
+    Outcome,
+    format_line,
+    key_prefix,
+    logged_path,
+    write_line,
+)
+from harness.serve.routing import (
+    ENDPOINTS,
+    Route,
+    RouteError,
+    cassette_path,
+    doubled_version,
+    route,
+)
 
 CONTROL_PREFIX: Final = "/_harness"
 DEFAULT_OUTPUT_TOOL: Final = "__finish__"
@@ -349,8 +363,11 @@ class _Exchange:
     keyed: tuple[CassetteTransport | ScriptTransport, httpx2.Request] | None = None
     """The transport that answered and the request it was sent, which give the request key
     (computed only when a line is written, and only when the transport did not compute it)."""
+    path: str = ""
+    """The request's path, without its query string (the line of a refusal gives it)."""
 
-    def line(self, log_format: LogFormat, status: int) -> str:
+    def line(self, log_format: LogFormat, status: int, *, secrets: tuple[str, ...] = ()) -> str:
+        """The request's log line; `secrets` (the control token) are redacted from its path."""
         key = None if self.keyed is None else key_prefix(_request_key(*self.keyed))
         milliseconds = round((time.perf_counter() - self.started) * 1000, 1)
         return format_line(
@@ -364,6 +381,7 @@ class _Exchange:
             self.outcome,
             status,
             milliseconds,
+            logged_path(self.path, self.outcome, status, secrets=secrets),
         )
 
 
@@ -450,8 +468,8 @@ class ReplayApp:
         if scope["type"] != "http":
             await self._control(scope, receive, send)
             return
-        exchange = _Exchange(time.time(), time.perf_counter())
         path: str = scope["path"]
+        exchange = _Exchange(time.time(), time.perf_counter(), path=path)
         control = path.startswith(CONTROL_PREFIX)
         refused = self._unauthorised(scope, control=control)
         if control:
@@ -503,7 +521,8 @@ class ReplayApp:
     def _log(self, exchange: _Exchange, status: int) -> None:
         log_format = self.config.log_format
         if log_format is not None:
-            write_line(exchange.line(log_format, status))
+            token = self.config.control_token
+            write_line(exchange.line(log_format, status, secrets=(token,) if token else ()))
 
     def _unauthorised(self, scope: Scope, *, control: bool) -> Response | None:
         """The refusal of a request that does not carry the control token, when the server
@@ -586,7 +605,8 @@ class ReplayApp:
         except CassetteError as error:
             exchange.cassette = target.name  # a valid name: the cassette does not load
             exchange.outcome = "failed"
-            return self._provider_error(target.provider, 404, "not_found_error", str(error)), None
+            message = str(error) + self._doubled_version_hint(target)
+            return self._provider_error(target.provider, 404, "not_found_error", message), None
         exchange.cassette = user.cassette if isinstance(user, Session) else target.name
         user.active += 1
         try:
@@ -699,6 +719,14 @@ class ReplayApp:
         if target.kind == "session":
             session = self.sessions.get(target.name)
             if session is None:
+                meant = doubled_version(target.name)
+                if meant is not None and meant in self.sessions:
+                    raise RouteError(
+                        f"no session {target.name!r}: the SDK's base URL ends in /v1 and the SDK "
+                        f"adds /v1 itself (the official Anthropic SDKs do); give it the "
+                        f"session's URL, /s/{meant}, without /v1",
+                        provider=target.provider,
+                    )
                 raise RouteError(
                     f"no session {target.name!r}: open one with POST {CONTROL_PREFIX}/sessions "
                     f"(a session is gone once deleted, or closed as the longest idle of more "
@@ -728,6 +756,23 @@ class ReplayApp:
             self._by_name[target.name, target.provider] = known
         self.cassettes.move_to_end(known.path)
         return known
+
+    def _doubled_version_hint(self, target: Route) -> str:
+        """For a cassette `<name>/v1` that does not load while cassette `<name>` exists: that an
+        SDK adding `/v1` itself was given a base URL ending in `/v1`. Else nothing."""
+        meant = doubled_version(target.name)
+        if target.kind != "cassette" or meant is None:
+            return ""
+        try:
+            exists = cassette_path(self.config.cassettes, meant).is_file()
+        except (RouteError, OSError):
+            return ""
+        if not exists:
+            return ""
+        return (
+            f"; cassette {meant!r} exists: the SDK's base URL ends in /v1 and the SDK adds /v1 "
+            f"itself (the official Anthropic SDKs do), so give it /c/{meant} without /v1"
+        )
 
     def _cassette(
         self,
@@ -789,9 +834,10 @@ class ReplayApp:
     def _upstream_request(
         self, request: Request, target: Route, body: bytes, recording: bool
     ) -> httpx2.Request:
-        """The request as the provider would receive it: its own path, the client's headers of
-        `FORWARDED_HEADERS` alone (and a registered provider's keyed headers), and the server's
-        credentials when a miss is recorded."""
+        """The request as the provider would receive it: its own path (the endpoint's with its
+        version, however the client spelt it; a deployment path as it came), the client's
+        headers of `FORWARDED_HEADERS` alone (and a registered provider's keyed headers), and
+        the server's credentials when a miss is recorded."""
         keyed = keyed_header_names()
         headers = [
             (name, value)
@@ -802,7 +848,9 @@ class ReplayApp:
             headers.extend(self.config.credentials(target.provider).items())
         query = request.scope["query_string"].decode("latin-1")
         url = (
-            self.config.upstream(target.provider) + target.endpoint + (f"?{query}" if query else "")
+            self.config.upstream(target.provider)
+            + target.provider_path
+            + (f"?{query}" if query else "")
         )
         return httpx2.Request(
             "POST", url, headers=headers, content=body, extensions={"timeout": _UPSTREAM_TIMEOUT}

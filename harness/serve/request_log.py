@@ -2,8 +2,10 @@
 
 A line says when a request arrived, which cassette or session it was for, the provider endpoint,
 the first 12 hex characters of its request key, what the server did with it and how long the
-answer took. It never holds a header, a body, a credential or a server path: cassettes are named
-as the client named them, inside the cassettes folder.
+answer took; the line of a request refused or not understood (`refused`, `invalid`) also gives
+the path it was sent to, which says what the client got wrong. It never holds a header, a body,
+a query string, a credential or a place on the server's disk: cassettes are named as the client
+named them, inside the cassettes folder.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import json
 import re
 import sys
 import time
+from collections.abc import Iterable
 from typing import Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict
+
+from harness.scrub import redact
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("text", "json")
@@ -44,6 +49,11 @@ Outcome = Literal[
 - `control`: a control call (`/_harness/...`) answered.
 """
 
+PATH_SHOWN_FOR: Final[frozenset[Outcome]] = frozenset({"refused", "invalid"})
+"""The outcomes whose line gives the request's path: the rest of it may not say where the
+request went (no cassette, session or endpoint was recognised in it)."""
+SHOWN_PATH_LENGTH: Final = 200
+"""A longer path is cut to this many characters (and `...`): the line stays readable."""
 KEY_PREFIX_LENGTH: Final = 12
 _PLAIN: Final = re.compile(r"[\w./@:+-]+")
 """What a text line shows unquoted; anything else (spaces, control characters a client put in a
@@ -69,6 +79,9 @@ class RequestLogLine(BaseModel):
     outcome: Outcome
     status: int
     ms: float
+    path: str | None
+    """The path a `refused` or `invalid` request was sent to, as the server saw it (without the
+    query string; secrets redacted; cut at 200 characters); null on every other line."""
 
 
 _FIELDS: Final = tuple(RequestLogLine.model_fields)
@@ -85,17 +98,18 @@ def format_line(
     outcome: Outcome,
     status: int,
     ms: float,
+    path: str | None = None,
 ) -> str:
     """One request's line, without its newline: a `RequestLogLine` as JSON, or as text:
-    `TIME [session=ID] [cassette=NAME] PROVIDER ENDPOINT KEY OUTCOME STATUS MSms`, `-` for what
-    is unknown.
+    `TIME [session=ID] [cassette=NAME] PROVIDER ENDPOINT KEY OUTCOME STATUS MSms [path=PATH]`,
+    `-` for what is unknown. `path` is written as given (`logged_path` chooses and cleans it).
 
     Written for every request a server logs, so it builds no model (which cost a replay as much
     as the rest of the line together); the tests check each line against `RequestLogLine`.
     """
     stamp = iso_time(arrived)
     if log_format == "json":
-        values = (stamp, session, cassette, provider, endpoint, key, outcome, status, ms)
+        values = (stamp, session, cassette, provider, endpoint, key, outcome, status, ms, path)
         return orjson.dumps(dict(zip(_FIELDS, values, strict=True))).decode()
     where = [
         f"{label}={_shown(value)}"
@@ -112,8 +126,25 @@ def format_line(
             outcome,
             str(status),
             f"{ms:.1f}ms",
+            *([] if path is None else [f"path={_shown(path)}"]),
         ]
     )
+
+
+def logged_path(
+    path: str, outcome: Outcome, status: int, *, secrets: Iterable[str] = ()
+) -> str | None:
+    """What a line gives as the request's `path`: for a 4xx answer whose outcome is in
+    `PATH_SHOWN_FOR`, the path the client sent (as the server saw it: percent-decoded, without
+    its query string, where some SDKs put their API key, nor anything after a `?` it decoded),
+    with the known secret shapes, the environment's secrets and `secrets` (the server's control
+    token) redacted, cut at `SHOWN_PATH_LENGTH` characters; else None."""
+    if outcome not in PATH_SHOWN_FOR or not 400 <= status < 500:
+        return None
+    shown = redact(path.split("?", 1)[0], secrets=secrets)
+    if len(shown) > SHOWN_PATH_LENGTH:
+        shown = shown[: SHOWN_PATH_LENGTH - 3] + "..."
+    return shown
 
 
 def _shown(value: str | None) -> str:

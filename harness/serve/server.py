@@ -244,13 +244,20 @@ class ReplayServer:
             self._thread.join(STARTUP_SECONDS)
         self._listener.close()
 
-    def cassette_url(self, cassette: str, provider: Provider) -> str:
-        """The base URL an SDK of `provider` takes to use `cassette` (with the SDK's suffix,
-        `ProviderSpec.sdk_base_suffix`: `/v1` for OpenAI, none for Anthropic)."""
+    def cassette_url(self, cassette: str, provider: Provider | None = None) -> str:
+        """The base URL the official SDK of `provider` takes to use `cassette`: the cassette's
+        URL with the SDK's suffix (`ProviderSpec.sdk_base_suffix`: `/v1` for OpenAI, none for
+        Anthropic, whose SDK adds `/v1` itself). Without `provider`, the cassette's URL alone:
+        an `AzureOpenAI` client's `azure_endpoint`. The server takes every endpoint with and
+        without `/v1`, so an SDK that writes its base URL with `/v1` (the AI SDK's Anthropic
+        provider) gets the cassette's URL plus `/v1` (docs/serve.md lists each SDK's)."""
+        root = f"{self.url}/c/{cassette}"
+        if provider is None:
+            return root
         spec = find_provider(provider)
         if spec is None:
             raise IllegalArgumentException(unknown_provider(provider))
-        return spec.sdk_base_url(f"{self.url}/c/{cassette}")
+        return spec.sdk_base_url(root)
 
     def session(
         self,
@@ -277,7 +284,7 @@ class ReplayServer:
             body["record_mode"] = str(RecordMode.parse(record_mode))
         token = self.config.control_token
         answer = _control("POST", f"{self.url}/_harness/sessions", body, token)
-        return ServerSession(self.url, answer["id"], answer["base_urls"], token)
+        return ServerSession(self.url, answer["id"], answer["base_urls"], token, url=answer["url"])
 
     def attach(
         self,
@@ -307,7 +314,8 @@ class ReplayServer:
 
 
 class ServerSession:
-    """A session of a running server: the base URLs its clients take, and what it received."""
+    """A session of a running server: its URL, the base URLs its clients take, and what it
+    received."""
 
     def __init__(
         self,
@@ -315,13 +323,20 @@ class ServerSession:
         identifier: str,
         base_urls: Mapping[str, str],
         control_token: str | None = None,
+        *,
+        url: str | None = None,
     ) -> None:
         self.id = identifier
+        self.url = url or f"{server_url}/s/{identifier}"
+        """The session's URL, `<server>/s/<id>`: an `AzureOpenAI` client's `azure_endpoint`,
+        and with `/v1` the AI SDK's base URL for either provider."""
         self._control_url = f"{server_url}/_harness/sessions/{identifier}"
         self._token = control_token
         self.base_urls = dict(base_urls)
 
     def base_url(self, provider: Provider) -> str:
+        """The base URL the official SDK of `provider` takes: the session's URL plus
+        `/v1` for OpenAI's, alone for Anthropic's (which adds `/v1` itself)."""
         return self.base_urls[provider]
 
     def requests(self) -> list[dict[str, Any]]:

@@ -18,8 +18,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, NonNegativeInt, TypeAdapter
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import core_schema
 
+from harness.agent.spec import AgentSpec, CancelSpec, FaultSpec, TemporalSpec
 from harness.protocol.chunks import StreamChunk
 from harness.protocol.envelope import AgentOutputEnvelope
 from harness.protocol.forced import ForcedCompletionState
@@ -55,6 +57,7 @@ class AgentCell(Message):
 
     `agent` is the scenario's agent block, every field given (the tools carry their scripted
     `result` or `error`); `max_completion_retries: null` means the runtime's own default.
+    `faults`, `cancel` and `temporal` are the scenario's, as it gives them.
     The model is reached at `base_urls[provider]` (a `harness serve` session replaying the
     cell's script or cassette): give it to the official SDK as its base URL, with any API key.
     """
@@ -68,15 +71,15 @@ class AgentCell(Message):
     provider: Provider
     model: str
     base_urls: dict[str, str]
-    agent: dict[str, JsonValue]
+    agent: AgentSpec
     user_message: str
     run_id: str
     session_id: str
-    faults: list[dict[str, JsonValue]] = Field(
+    faults: list[FaultSpec] = Field(
         default_factory=list, description="crash points: the runtime dies there and resumes"
     )
-    cancel: dict[str, JsonValue] | None = None
-    temporal: dict[str, JsonValue] | None = None
+    cancel: CancelSpec | None = None
+    temporal: TemporalSpec | None = None
 
 
 class ModuleCell(Message):
@@ -128,6 +131,18 @@ class Counters(Message):
     llm_config_override_calls: list[Literal["work", "forced_completion"]] | None = None
     crashes: NonNegativeInt | None = None
     forced_state: ForcedCompletionState | None = None
+
+    def reported(self) -> dict[str, JsonValue]:
+        """The counters the target reported, as JSON: each it gave a value, and `forced_state`
+        whenever it gave the key (its `null` says nothing was persisted). A counter left out,
+        or another counter given as `null`, is unknown: no expectation and no comparison with
+        the reference reads it."""
+        given = self.model_dump(mode="json")
+        return {
+            name: value
+            for name, value in given.items()
+            if value is not None or (name == "forced_state" and name in self.model_fields_set)
+        }
 
 
 class AgentResult(Message):
@@ -183,18 +198,43 @@ MODULE_REPLY: TypeAdapter[ModuleResult | TargetError] = TypeAdapter(
 )
 
 
+class _SentWhole(GenerateJsonSchema):
+    """The harness sends every field of its messages, defaults included, so in the schema of
+    what it sends (serialization mode) each is required: a target reads `cell.agent.tools`
+    without checking that it is there. What a target answers (validation mode) keeps its
+    optional fields."""
+
+    def field_is_required(
+        self,
+        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
+        total: bool,
+    ) -> bool:
+        if self.mode == "serialization":
+            return not field.get("serialization_exclude")
+        return super().field_is_required(field, total)
+
+
 def json_schema() -> dict[str, Any]:
-    """The protocol as one JSON Schema: any message of either direction, with its definitions."""
+    """The protocol as one JSON Schema: any message of either direction, with its definitions.
+    A message the harness sends gives every field; an answer may leave out what has a
+    default."""
     to_target = (Hello, AgentCell, ModuleCell, Shutdown)
     from_target = (TargetHello, AgentResult, ModuleResult, TargetError)
     references, schema = models_json_schema(
-        [(model, "validation") for model in (*to_target, *from_target)],
+        [
+            *((model, "serialization") for model in to_target),
+            *((model, "validation") for model in from_target),
+        ],
         ref_template="#/$defs/{model}",
+        schema_generator=_SentWhole,
     )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"harness target protocol, version {PROTOCOL_VERSION}",
         "description": (__doc__ or "").strip(),
-        "anyOf": [references[(model, "validation")] for model in (*to_target, *from_target)],
+        "anyOf": [
+            *(references[(model, "serialization")] for model in to_target),
+            *(references[(model, "validation")] for model in from_target),
+        ],
         "$defs": schema["$defs"],
     }

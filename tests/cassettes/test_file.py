@@ -215,8 +215,8 @@ def test_cli_show_stats_and_diff(tmp_path: Path) -> None:
     assert "openai" in stats.output
     different = runner.invoke(main, ["cassettes", "diff", str(a), str(b)])
     assert different.exit_code == 1
-    assert "1 new, 1 changed, 1 removed" in different.output
-    assert "$.response.body.n: 2 -> 3" in different.output
+    assert "2 changed, 0 added, 0 removed, 1 unchanged" in different.output
+    assert "$.body.n: 2 -> 3" in different.output
     same = runner.invoke(main, ["cassettes", "diff", str(a), str(a)])
     assert same.exit_code == 0
     (tmp_path / "bad.json").write_text("[]")

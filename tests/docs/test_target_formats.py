@@ -34,11 +34,12 @@ from harness.agent.prompt import (
     work_fragments,
     work_tools,
 )
+from harness.agent.spec import AgentSpec
 from harness.llm.models import LlmRequest, LlmResponse, LlmToolCall, ToolResultMessage
 from harness.protocol.forced import ForcedCompletionState
 from harness.protocol.outcome import ToolUse
 from harness.scenarios import load_scenarios
-from harness.scenarios.format import AgentSpec, Expect, RequestExpect
+from harness.scenarios.format import Expect, RequestExpect
 from harness.scenarios.load import LoadedScenario
 from tests.docs.fences import DOCS, ROOT, Fence, fences
 from tests.support.package_source import parsed, python_files

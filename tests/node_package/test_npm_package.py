@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.subprocess, pytest.mark.browser]
 ROOT: Final = Path(__file__).resolve().parents[2]
 PACKAGE: Final = ROOT / "packages" / "node"
 TARGET_SOURCE: Final = Path(__file__).with_name("target") / "completion.ts"
+AGENT_SOURCE: Final = Path(__file__).with_name("target") / "agent.ts"
 README: Final = PACKAGE / "README.md"
 HARNESS: Final = Path(sys.executable).with_name("harness")
 TSC: Final = PACKAGE / "node_modules" / ".bin" / "tsc"
@@ -161,6 +162,61 @@ def test_the_package_builds_passes_its_tests_and_runs_a_target_from_its_tarball(
         assert len(cells) >= COMPLETION_CELLS_AT_LEAST, name
         assert [cell["id"] for cell in cells if not cell["passed"]] == [], name
         assert f"{len(cells)} passed, 0 failed" in completed.stdout, name
+
+
+MISSPELT: Final = ("agent.system_prompt,", "agent.sytem_prompt,")
+"""One field of the agent cell's input, and the same misspelt."""
+
+
+def test_an_agent_target_reads_a_typed_cell_and_tsc_strict_refuses_a_misspelt_field(
+    tmp_path: Path,
+) -> None:
+    """The agent cell's input (`agent`, `faults`, `cancel`, `temporal`) is typed from the
+    protocol's models, not left as JSON: a misspelt field is a compile error under `--strict`,
+    naming the field and the one meant, instead of `undefined` at run time."""
+    installed_node(PACKAGE)
+    package = package_copy(tmp_path / "node")
+    run([npm(), "run", "build"], package)
+    project = tmp_path / "user-project"
+    (project / "node_modules").mkdir(parents=True)
+    (project / "node_modules" / "completion-harness").symlink_to(package, target_is_directory=True)
+    (project / "package.json").write_text(
+        json.dumps({"name": "user-project", "private": True, "type": "module"}), encoding="utf-8"
+    )
+    source = AGENT_SOURCE.read_text(encoding="utf-8")
+    assert source.count(MISSPELT[0]) == 1
+    (project / "agent.ts").write_text(source, encoding="utf-8")
+    (project / "misspelt.ts").write_text(source.replace(*MISSPELT), encoding="utf-8")
+    for name in ("agent", "misspelt"):
+        options = {
+            "strict": True,
+            "target": "ES2022",
+            "module": "NodeNext",
+            "moduleResolution": "NodeNext",
+            "types": [],
+            "skipLibCheck": False,
+            "noEmit": True,
+        }
+        config = {"compilerOptions": options, "files": [f"{name}.ts"]}
+        (project / f"{name}.tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+
+    run([str(TSC), "-p", "agent.tsconfig.json"], project)
+    refused = subprocess.run(
+        [str(TSC), "-p", "misspelt.tsconfig.json", "--pretty", "false"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=STEP_SECONDS,
+    )
+
+    assert refused.returncode != 0, refused.stdout
+    errors = [line for line in refused.stdout.splitlines() if ": error TS" in line]
+    assert len(errors) == 1, refused.stdout
+    assert errors[0].startswith("misspelt.ts(")
+    assert errors[0].endswith(
+        "error TS2551: Property 'sytem_prompt' does not exist on type 'AgentSpec'. "
+        "Did you mean 'system_prompt'?"
+    ), errors[0]
 
 
 def readme_target() -> str:

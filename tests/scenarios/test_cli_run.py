@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 import sqlite3
 import xml.etree.ElementTree as ElementTree
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -48,13 +50,89 @@ def scenarios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_failures_exit_1_with_file_line_expected_and_actual(scenarios: Path) -> None:
+    """The file is named relative to the working folder, however it was given."""
     result = CliRunner().invoke(main, ["run", str(scenarios)])
     assert result.exit_code == 1, result.output
     assert (
-        f"{scenarios}:16 capital-fail[js-memory]: expect.outcome_record: expected" in result.output
+        "FAIL capital.yaml:16 capital-fail[js-memory]: expect.outcome_record: expected"
+        in result.output
     )
+    assert str(scenarios.parent) not in result.output
     assert "It is Lyon." in result.output
     assert "2 passed, 1 failed" in result.output
+
+
+SKIPPING_TARGET = """
+if message.get("type") == "hello":
+    answer["features"] = []
+"""
+
+
+@pytest.mark.subprocess
+def test_skips_are_counted_per_reason_and_verbose_lists_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first run on a target that declares no feature skips hundreds of cells: one line per
+    reason says so; --verbose lists them one by one, as relative as the failures."""
+    from tests.support.targets import stdio_target
+
+    command = stdio_target(tmp_path, SKIPPING_TARGET)
+    monkeypatch.chdir(ROOT)
+    arguments = ["run", str(ROOT / "scenarios" / "runtimes"), "--runtime", "js"]
+    arguments += ["--target-cmd", command]
+
+    quiet = CliRunner().invoke(main, arguments)
+    verbose = CliRunner().invoke(main, [*arguments, "--verbose"])
+
+    assert quiet.exit_code == verbose.exit_code == 0, quiet.output + verbose.output
+    counted = [
+        re.fullmatch(r"SKIP (\d+) cells?: (.+)", line)
+        for line in quiet.output.splitlines()
+        if line.startswith("SKIP ")
+    ]
+    assert all(counted), quiet.output
+    by_reason = {found.group(2): int(found.group(1)) for found in counted if found}
+    assert len(by_reason) == len(counted) > 1, "one line per reason"
+    assert "(--verbose lists each, with its file and line)" in quiet.output
+    each = [
+        re.fullmatch(r"SKIP (scenarios/runtimes/\S+\.yaml):\d+ \S+: skipped: (.+)", line)
+        for line in verbose.output.splitlines()
+        if line.startswith("SKIP ")
+    ]
+    assert all(each), verbose.output
+    assert Counter(found.group(2) for found in each if found) == by_reason
+    assert sum(by_reason.values()) > 2 * len(by_reason)
+    assert str(ROOT) not in quiet.output + verbose.output
+    assert "--verbose lists each" not in verbose.output
+
+
+def test_the_bundled_library_s_files_are_named_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from elsewhere (a wheel's library is in site-packages), a library file is named
+    `<library>/scenarios/...` (`harness library path` prints where that is); the JSON and
+    JUnit reports give it whole, and a file inside the working folder relative to it."""
+    from harness.scenarios.report import LIBRARY_MARK, ScenarioPaths
+
+    monkeypatch.chdir(tmp_path)
+    budgets = ROOT / "scenarios" / "forced" / "budgets.yaml"
+    own = tmp_path / "mine" / "capital.yaml"
+    paths = ScenarioPaths()
+    assert paths.shown(budgets) == f"{LIBRARY_MARK}/scenarios/forced/budgets.yaml"
+    assert paths.reported(budgets) == str(budgets)
+    assert paths.shown(own) == paths.reported(own) == "mine/capital.yaml"
+    assert paths.shown(Path("mine/capital.yaml")) == "mine/capital.yaml"
+    assert paths.shown(ROOT / "pyproject.toml") == str(ROOT / "pyproject.toml"), "not the library"
+    outside = tmp_path.parent / "elsewhere.yaml"
+    assert paths.shown(outside) == paths.reported(outside) == str(outside)
+
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        main, ["run", str(budgets), "-k", "budget-0", "--json", str(report), "--verbose"]
+    )
+    assert result.exit_code == 0, result.output
+    cells = json.loads(report.read_text())["cells"]
+    assert {cell["file"] for cell in cells} == {str(budgets)}
 
 
 def test_a_terminal_shows_the_progress_bar_and_a_captured_run_prints_only_the_results(
@@ -135,6 +213,12 @@ def test_reports_in_junit_and_json(scenarios: Path, tmp_path: Path) -> None:
     failing = next(c for c in data["cells"] if not c["passed"])
     assert failing["mismatches"][0]["key"] == "outcome_record"
     assert failing["mismatches"][0]["line"] == 16
+    # a file inside the working folder is named relative to it, as the terminal names it
+    assert {cell["file"] for cell in data["cells"]} == {"capital.yaml"}
+    assert failing["failure_lines"][0].startswith("capital.yaml:16 capital-fail[js-memory]: ")
+    assert {case.get("file") for case in cases.values()} == {"capital.yaml"}
+    again = CliRunner().invoke(main, ["run", str(scenarios), "--last-failed"])
+    assert "0 passed, 1 failed" in again.output, again.output
 
 
 @pytest.mark.parametrize(

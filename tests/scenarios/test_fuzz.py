@@ -174,6 +174,16 @@ def test_cells_use_only_what_the_target_declares(tmp_path: Path) -> None:
         fuzz(TargetSpec(callable=plain), runtime="temporal", cells=1, out=tmp_path)
 
 
+def test_a_counter_the_target_does_not_report_is_no_difference(tmp_path: Path) -> None:
+    """Counters are optional: one the target leaves out is unknown, as in a plain run, so the
+    search goes on past it (it used to stop at the first cell on `llm_config_override_calls`)."""
+    silent = "tests.support.fuzz_mutants:without_counters"
+    outcome = fuzz(TargetSpec(callable=silent), cells=25, out=tmp_path)
+    assert outcome.finding is None, outcome.finding
+    assert outcome.cells_run == 25
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("mutant", "kind", "seed", "difference"),
     [

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,7 +42,18 @@ from tests.support.serve_process import harness_serve
 CHAT = "/v1/chat/completions"
 CLIENT_KEY = "sk-proj-CLIENTkeyCANARY0123456789abcdef"
 LOG_FIELDS = frozenset(
-    ["time", "session", "cassette", "provider", "endpoint", "key", "outcome", "status", "ms"]
+    [
+        "time",
+        "session",
+        "cassette",
+        "provider",
+        "endpoint",
+        "key",
+        "outcome",
+        "status",
+        "ms",
+        "path",
+    ]
 )
 SHOWN = ("cassette", "provider", "endpoint", "key", "outcome", "status", "session")
 
@@ -74,7 +86,11 @@ def record(path: Path, prompts: Sequence[str]) -> list[str]:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     transport = CassetteTransport(
-        path, mode="all", inner=httpx2.MockTransport(answer), identical_requests="separate"
+        path,
+        mode="all",
+        inner=httpx2.MockTransport(answer),
+        identical_requests="separate",
+        run_id=f"an-earlier-run-{uuid.uuid4().hex}",  # so mode once replays it, records nothing
     )
     with httpx2.Client(base_url="https://api.openai.com/v1", transport=transport) as client:
         for prompt in prompts:
@@ -256,10 +272,59 @@ def test_script_sessions_bad_names_and_unknown_sessions_are_logged_with_their_ou
         (session.id, None, "scripted"),
         (session.id, None, "used up"),
         ("gone", None, "invalid"),
-        (None, None, "refused"),  # a name leaving the folder is never logged
+        (None, None, "refused"),  # a name leaving the folder is no cassette (its path is given)
         (None, "absent", "failed"),
         (None, None, "invalid"),
     ]
+
+
+CONTROL_TOKEN = "harness-control-TOKEN-canary"
+
+
+def test_a_refused_or_invalid_request_is_logged_with_its_path_and_nothing_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the rest of a refusal's line cannot say (no cassette, session or endpoint was
+    recognised): where the request went. Never its query string (where some SDKs put their
+    key), a credential in the path, the control token, nor a path on any other line."""
+    record(tmp_path / "one.json", ["hi"])
+    token = {"x-harness-token": CONTROL_TOKEN}
+    with ReplayServer(tmp_path, control_token=CONTROL_TOKEN, log_format="json") as server:
+        answers = [
+            raw_request(server.url, "POST", f"/c/one{CHAT}", body("hi"), token),
+            raw_request(server.url, "POST", f"/c/one{CHAT}", body("other?"), token),
+            raw_request(server.url, "POST", f"{CHAT}?key=AIzaQUERYkeyCANARY", body("hi"), token),
+            raw_request(server.url, "POST", f"/c/..%2Fup{CHAT}", body("hi"), token),
+            raw_request(server.url, "POST", f"/c/{CLIENT_KEY}{CHAT}", body("hi")),
+            raw_request(server.url, "GET", f"/_harness/{CONTROL_TOKEN}/x", b"", token),
+            raw_request(server.url, "GET", "/_harness/sesions", b""),
+        ]
+    assert [answer.status for answer in answers] == [200, 404, 404, 400, 401, 404, 401]
+    err = capsys.readouterr().err
+    lines = [json.loads(line) for line in err.splitlines()]
+    for line in lines:
+        RequestLogLine.model_validate(line)
+    assert [(line["outcome"], line["status"], line["path"]) for line in lines] == [
+        ("replayed", 200, None),
+        ("missed", 404, None),  # its cassette, endpoint and key say where it went
+        ("invalid", 404, CHAT),
+        ("refused", 400, f"/c/../up{CHAT}"),
+        ("refused", 401, f"/c/[SCRUBBED]{CHAT}"),
+        ("invalid", 404, "/_harness/[SCRUBBED]/x"),
+        ("refused", 401, "/_harness/sesions"),
+    ]
+    for secret in ["AIzaQUERYkeyCANARY", "key=", CLIENT_KEY, CONTROL_TOKEN, str(tmp_path)]:
+        assert secret not in err
+
+
+def test_a_text_line_gives_a_refusal_s_path_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ReplayServer(tmp_path, log_format="text") as server:
+        answer = raw_request(server.url, "POST", "/v1/messages?beta=true", body("hi"))
+    assert answer.status == 404
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(r"\S+Z - - - - invalid 404 \d+\.\dms path=/v1/messages", line), line
 
 
 # -- the listing ---------------------------------------------------------------------------------

@@ -621,21 +621,23 @@ def test_node_responses_create_reads_a_script_session(node: NodeSdks, server: Re
 
 
 @pytest.mark.subprocess
-def test_node_gets_an_openai_404_naming_what_the_session_answers(
+def test_node_gets_a_404_naming_the_extra_v1_of_its_base_url(
     node: NodeSdks, server: ReplayServer
 ) -> None:
-    """A base URL without `/v1` sends `/s/<id>/chat/completions`, which no endpoint ends: the
-    Node SDK raises its own `NotFoundError`, and the message says what the session answers."""
-    with server.session(script=[TEXT], provider="openai") as session:
-        without_version = session.base_url("openai").removesuffix("/v1")
+    """`@anthropic-ai/sdk` adds `/v1` itself: given the session's URL with `/v1` (the AI SDK's
+    spelling) it sends `/s/<id>/v1/v1/messages`, session `<id>/v1`, which is none. The Node SDK
+    raises its own `NotFoundError`, and the message names the URL to give instead. (The same
+    URL without `/v1` is answered: `tests/serve/test_sdk_base_urls.py`.)"""
+    with server.session(script=[TEXT], provider="anthropic") as session:
         (refused,) = node.run(
             [
                 NodeCall(
-                    provider="openai",
-                    base_url=without_version,
-                    method="chat.completions.create",
+                    provider="anthropic",
+                    base_url=f"{session.base_url('anthropic')}/v1",
+                    method="messages.create",
                     params={
-                        "model": "gpt-4o-mini",
+                        "model": "claude-sonnet-4-5",
+                        "max_tokens": 64,
                         "messages": [{"role": "user", "content": "Hi"}],
                     },
                 )
@@ -644,12 +646,11 @@ def test_node_gets_an_openai_404_naming_what_the_session_answers(
 
     assert refused.error is not None
     assert (refused.error.class_name, refused.error.status) == ("NotFoundError", 404)
-    assert refused.error.body["type"] == "not_found_error"
-    message = refused.error.body["message"]
-    assert f"'/s/{session.id}/chat/completions'" in message
-    assert message.endswith(
-        f"session {session.id!r} plays a script and answers POST /v1/chat/completions, "
-        "/v1/responses and /v1/messages"
+    assert refused.error.body["error"]["type"] == "not_found_error"
+    assert refused.error.body["error"]["message"] == (
+        f"no session '{session.id}/v1': the SDK's base URL ends in /v1 and the SDK adds /v1 "
+        f"itself (the official Anthropic SDKs do); give it the session's URL, /s/{session.id}, "
+        "without /v1"
     )
 
 

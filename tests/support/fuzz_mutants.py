@@ -51,6 +51,15 @@ def without_features(message: dict[str, Any]) -> dict[str, Any] | None:
     return answer
 
 
+def without_counters(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, reporting none of its counters (`counters` keys are optional): a runtime
+    that cannot count its override calls, memory extractions or crashes, nor read its store."""
+    answer = reference(message)
+    if answer is not None and answer.get("type") == "result":
+        answer.pop("counters", None)
+    return answer
+
+
 def default_budget_of_three(message: dict[str, Any]) -> dict[str, Any] | None:
     """The reference, except that an agent given no forced-completion budget gets 3, not 2."""
     agent = message.get("agent")

@@ -17,6 +17,7 @@ from harness.llm.models import (
 )
 from harness.scenarios.contract import answer_differences, request_differences
 from harness.scenarios.expect import ObservedRequest
+from harness.targets.protocol import Counters
 
 FORCED = {"kind": "forced_completion", "trigger": "terminal_text", "max_attempts": 1}
 CHUNKS: list[dict[str, Any]] = [
@@ -187,3 +188,36 @@ def test_tool_call_arguments_are_compared_as_json_values() -> None:
     cut_off = changed(chunks=[{**call, "arguments": '{"city": "Pa'}])
     assert answer_differences(cut_off, copy.deepcopy(cut_off)) == []
     assert len(answer_differences(python, cut_off)) == 1
+
+
+REFERENCE_COUNTERS: dict[str, Any] = {
+    "memory_extractions": 0,
+    "llm_config_override_calls": ["work", "forced_completion"],
+    "crashes": 0,
+    "forced_state": None,
+}
+
+
+def test_a_counter_the_target_does_not_report_is_unknown_not_a_difference() -> None:
+    """`counters` keys are optional: a counter a target leaves out is not compared (as an
+    expectation on it is skipped); one it reports is."""
+    reference = changed(counters=REFERENCE_COUNTERS)
+    unreported = {k: v for k, v in REFERENCE_COUNTERS.items() if k != "llm_config_override_calls"}
+    assert answer_differences(reference, changed(counters=unreported)) == []
+    assert answer_differences(reference, changed(counters={})) == []
+    assert answer_differences(reference, ANSWER) == []  # no counters at all
+    assert answer_differences(reference, changed(counters={**unreported, "crashes": 1})) == [
+        "answer.counters.crashes: 0 -> 1"
+    ]
+
+
+def test_a_null_count_is_unknown_but_a_null_forced_state_says_nothing_was_persisted() -> None:
+    persisted = {"trigger": "terminal_text", "maxAttempts": 2}
+    assert Counters.model_validate({}).reported() == {}
+    assert Counters.model_validate({"crashes": None, "memory_extractions": 1}).reported() == {
+        "memory_extractions": 1
+    }
+    assert Counters.model_validate({"forced_state": None}).reported() == {"forced_state": None}
+    (reported,) = Counters.model_validate({"forced_state": persisted}).reported().values()
+    assert isinstance(reported, dict)
+    assert reported["maxAttempts"] == 2

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.on_target import TargetSpec, target_runner
-from harness.scenarios.report import failure_lines, skip_lines, summary
+from harness.scenarios.report import failure_lines, skip_lines, skip_summary, summary
 from harness.targets import REFERENCE_TARGET, json_schema
 from tests.support.targets import stdio_target
 
@@ -227,6 +227,11 @@ def test_an_unreported_counter_skips_its_expectation_instead_of_passing_it(
     reasons = [reason for result in results for reason in result.skipped_expectations]
     assert "expect.store: the target does not report forced_state (counters)" in reasons
     assert summary(results)["skipped_expectations"] == len(reasons)
+    stores = sum(1 for reason in reasons if reason.startswith("expect.store: "))
+    assert (
+        f"expect.store in {stores} cells: the target does not report forced_state (counters)"
+        in skip_summary(results)
+    )
 
 
 def test_compare_reference_reports_a_difference_the_expectations_are_silent_on(
@@ -248,6 +253,24 @@ def test_compare_reference_reports_a_difference_the_expectations_are_silent_on(
     assert first.mismatches == [], "the scenario's own expectations still pass"
 
 
+@pytest.mark.subprocess
+def test_compare_reference_reads_a_counter_the_target_does_not_report_as_unknown(
+    tmp_path: Path,
+) -> None:
+    """As a plain run skips an expectation on it, so --compare-reference leaves out a counter the
+    target does not report, instead of failing every cell on it."""
+    no_override_counter = """
+    if message.get("type") == "cell":
+        answer["counters"].pop("llm_config_override_calls")
+    """
+    spec = TargetSpec(command=stdio_target(tmp_path, no_override_counter), compare_reference=True)
+    results = run_on(spec, ROOT / "scenarios" / "runtimes" / "config-override.yaml")
+    assert results, "the file has cells"
+    assert [line for result in results for line in failure_lines(result)] == []
+    reasons = {reason for result in results for reason in result.skipped_expectations}
+    assert reasons == {"expect.llm_config_override_calls: the target does not report it (counters)"}
+
+
 def test_the_protocol_schema_accepts_the_reference_hello_and_refuses_a_bad_one() -> None:
     from harness.scenarios.reference import run
 
@@ -256,6 +279,28 @@ def test_the_protocol_schema_accepts_the_reference_hello_and_refuses_a_bad_one()
     validator = jsonschema.Draft202012Validator(schema)
     assert validator.is_valid(run({"type": "hello", "protocol": 1}))
     assert not validator.is_valid({"type": "hello", "protocol": 1, "name": "x", "kinds": ["robot"]})
+
+
+def test_every_cell_message_the_library_sends_gives_every_field_its_schema_names() -> None:
+    """The schema of what the harness sends requires every field, defaults included (a typed
+    target reads `cell.agent.tools` unchecked), and types the agent cell's input: each cell of
+    the library, as it is sent, validates against it, and a misspelt field would not."""
+    from harness.scenarios.on_target import _cell_message
+
+    validator = jsonschema.Draft202012Validator(json_schema())
+    base_urls = {"openai": "http://127.0.0.1:1/s/x/v1", "anthropic": "http://127.0.0.1:1/s/x"}
+    kinds = set()
+    for cell in cells_of(ROOT / "scenarios"):
+        if cell.loaded.scenario.kind == "store_check":
+            continue
+        message = _cell_message(cell, RunOptions(), base_urls, "run-1")
+        problems = [error.message for error in validator.iter_errors(message)]
+        assert problems == [], (cell.id, problems[:3])
+        kinds.add(message["kind"])
+        if message["kind"] == "agent":
+            misspelt = {**message, "agent": {**message["agent"], "sytem_prompt": "x"}}
+            assert not validator.is_valid(misspelt)
+    assert kinds == {"agent", "decision", "completion"}
 
 
 def test_cli_target_options(

@@ -384,7 +384,15 @@ export interface SessionOptions {
   controlToken?: string;
 }
 
-/** The SDK base URL of each provider the server speaks: OpenAI's ends in `/v1`, Anthropic's does not. */
+/**
+ * The base URL of each provider's official SDK, one per provider the server speaks: `openai` is
+ * the session's URL plus `/v1` (`new OpenAI({ baseURL })`), `anthropic` the session's URL alone
+ * (`new Anthropic({ baseURL })`, which adds `/v1` itself). The server answers every endpoint with
+ * and without its `/v1`, so both also work in the AI SDK (`createOpenAI`, `createAnthropic`) and
+ * LangChain (`ChatOpenAI`'s `configuration.baseURL`, `ChatAnthropic`'s `anthropicApiUrl`);
+ * `${session.url}/v1` is the AI SDK's own spelling for Anthropic. Never give an SDK that adds
+ * `/v1` itself a URL ending in `/v1`.
+ */
 export interface BaseUrls {
   readonly openai: string;
   readonly anthropic: string;
@@ -458,9 +466,9 @@ export interface SessionReport {
 
 export interface HarnessSession {
   readonly id: string;
-  /** The session's URL, `<server>/s/<id>`. */
+  /** The session's URL, `<server>/s/<id>`: the `<url>` of docs/serve.md's table of each SDK's setting. */
   readonly url: string;
-  /** Give these to the SDKs as their base URL (any API key, retries off). */
+  /** Give these to the SDKs as their base URL (any API key, retries off); see `BaseUrls`. */
   readonly baseUrls: BaseUrls;
   /** `{ "x-harness-session": id }`: send it to a web app's server, which routes its model calls by it. */
   readonly headers: Readonly<Record<typeof SESSION_HEADER, string>>;

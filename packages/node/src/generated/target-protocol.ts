@@ -21,21 +21,22 @@ export type HarnessTargetProtocolVersion1 =
 export type JsonValue = string | number | boolean | null | JsonValue[] | {[key: string]: JsonValue};
 
 export interface Hello {
-  type?: "hello";
-  protocol?: 1;
+  type: "hello";
+  protocol: 1;
 }
 /**
  * Run one outputSchema agent to its end.
  *
  * `agent` is the scenario's agent block, every field given (the tools carry their scripted
  * `result` or `error`); `max_completion_retries: null` means the runtime's own default.
+ * `faults`, `cancel` and `temporal` are the scenario's, as it gives them.
  * The model is reached at `base_urls[provider]` (a `harness serve` session replaying the
  * cell's script or cassette): give it to the official SDK as its base URL, with any API key.
  */
 export interface AgentCell {
-  type?: "cell";
+  type: "cell";
   id: string;
-  kind?: "agent";
+  kind: "agent";
   scenario: string;
   runtime: string;
   store: string;
@@ -44,24 +45,119 @@ export interface AgentCell {
   base_urls: {
     [k: string]: string;
   };
-  agent: {
-    [k: string]: JsonValue;
-  };
+  agent: AgentSpec;
   user_message: string;
   run_id: string;
   session_id: string;
   /**
    * crash points: the runtime dies there and resumes
    */
-  faults?: {
-    [k: string]: JsonValue;
-  }[];
-  cancel?: {
+  faults: FaultSpec[];
+  cancel: CancelSpec | null;
+  temporal: TemporalSpec | null;
+}
+/**
+ * The agent under test: its prompt, tools, output schema, budgets, skills, workspace and
+ * memory, the message it is given, and what the scenario scripts around its run.
+ */
+export interface AgentSpec {
+  system_prompt: string;
+  tools: AgentTool[];
+  output_schema: {
     [k: string]: JsonValue;
   } | null;
-  temporal?: {
+  max_steps: number;
+  max_tokens: number | null;
+  temperature: number | null;
+  stream: boolean;
+  skills: Skills | null;
+  workspace: Workspace | null;
+  memory: Memory | null;
+  user_message: string;
+  /**
+   * the forced-completion budget (maxAttempts); omitted, the runtime's own default applies (2)
+   */
+  max_completion_retries: number | null;
+  reasoning: ("minimal" | "low" | "medium" | "high" | "disabled") | null;
+  llm_config_override: ConfigOverrideSpec | null;
+  /**
+   * Approval-gated tools whose approval is denied.
+   */
+  deny_approval: string[];
+}
+/**
+ * A tool with a scripted outcome: `result` (default `{"ok": true}`) or `error`.
+ */
+export interface AgentTool {
+  name: string;
+  description: string;
+  parameters: {
     [k: string]: JsonValue;
-  } | null;
+  };
+  result: JsonValue;
+  error: string | null;
+  requires_approval: boolean;
+}
+/**
+ * The Level-1 catalog (names and descriptions) and the bodies preloaded into the prompt.
+ */
+export interface Skills {
+  catalog: Skill[];
+  preloaded: Skill[];
+}
+export interface Skill {
+  name: string;
+  description: string;
+  body: string;
+}
+/**
+ * A workspace capability: its system-prompt fragment and its tools (bash, ...).
+ */
+export interface Workspace {
+  fragment: string;
+  tools: AgentTool[];
+}
+/**
+ * Memories available to recall; recall injects them into each work call.
+ */
+export interface Memory {
+  memories: string[];
+}
+/**
+ * What the agent's `llm_config_override` callback returns in the forced phase.
+ */
+export interface ConfigOverrideSpec {
+  model: string | null;
+  temperature: number | null;
+  max_tokens: number | null;
+}
+export interface FaultSpec {
+  crash_after:
+    | "run_started"
+    | "work_step_persisted"
+    | "forced_entered"
+    | "forced_attempt_persisted"
+    | "forced_attempt_finished"
+    | "run_finished";
+  occurrence: number;
+}
+/**
+ * Cancel the run from outside: the runtime honours it right after the `occurrence`-th
+ * persistence at `after` and ends the run with status `cancelled`.
+ */
+export interface CancelSpec {
+  /**
+   * the persistence point after which the run is cancelled (any but run_finished, when the run is already over)
+   */
+  after:
+    "run_started" | "work_step_persisted" | "forced_entered" | "forced_attempt_persisted" | "forced_attempt_finished";
+  /**
+   * which time the run reaches `after`
+   */
+  occurrence: number;
+}
+export interface TemporalSpec {
+  register_persist_forced_completion: boolean;
 }
 /**
  * Run a module (`decision` or `completion`): each of `executions` in order, through one
@@ -69,11 +165,11 @@ export interface AgentCell {
  * session and the tool policy, and reaches models at `base_urls` (one per provider).
  */
 export interface ModuleCell {
-  type?: "cell";
+  type: "cell";
   id: string;
   kind: "decision" | "completion";
   scenario: string;
-  config?: {
+  config: {
     [k: string]: JsonValue;
   };
   /**
@@ -82,21 +178,21 @@ export interface ModuleCell {
   executions: {
     [k: string]: JsonValue;
   }[];
-  base_urls?: {
+  base_urls: {
     [k: string]: string;
   };
-  models?: {
+  models: {
     [k: string]: JsonValue;
   }[];
-  session?: {
+  session: {
     [k: string]: JsonValue;
   } | null;
-  tool_policy?: {
+  tool_policy: {
     [k: string]: JsonValue;
   } | null;
 }
 export interface Shutdown {
-  type?: "shutdown";
+  type: "shutdown";
 }
 /**
  * What the target is and supports; a cell outside it is skipped with the reason.
