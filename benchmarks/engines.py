@@ -25,6 +25,7 @@ from typing import Final
 from harness.engines.run import close_engines, engine_for
 from harness.engines.settings import EngineSettings
 from harness.scenarios.library import run_scenarios
+from harness.scenarios.plan import plan_run
 
 LIBRARY: Final = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -72,9 +73,8 @@ def measure(runtime: str, cells: int, workers: int) -> dict[str, float]:
     started = time.perf_counter()
     engine_for(runtime, settings)
     startup = time.perf_counter() - started
-    keyword = ""
-    simulated_run = run_scenarios([LIBRARY], runtimes=[runtime], stores=["memory"], keyword=keyword)
-    chosen = [r.cell.id for r in simulated_run.results if r.cell.runtime == runtime][:cells]
+    planned = plan_run([LIBRARY], runtimes=[runtime], stores=["memory"])
+    chosen = [cell.id for cell in planned.cells if cell.runtime == runtime][:cells]
     keyword = " or ".join(cell.split("[")[0] for cell in chosen)
 
     def timed(engine: str) -> tuple[float, int, bool]:

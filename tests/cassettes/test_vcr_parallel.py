@@ -34,8 +34,8 @@ from tests.support.fake_provider import CHAT_PATH, FakeProvider, ReceivedRequest
 
 pytest_plugins = ["pytester"]
 
-TESTS = 14
-WORKERS = ("-n", "4")
+TESTS = 8
+WORKERS = ("-n", "2")
 
 # cassetter (a benchmark-only dependency) and pytest-recording both define --record-mode; the
 # plugins the project does not need are left out so that each run starts sooner.

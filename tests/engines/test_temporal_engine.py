@@ -171,10 +171,7 @@ def test_library_cells_give_the_same_verdict_on_temporal_as_simulated(
 
     library = [Path(__file__).parents[2] / "scenarios"]
     monkeypatch.chdir(tmp_path)  # the run's own files (.harness/) go here
-    chosen = (
-        "not-registered or crash-after-forced-entered or cancel-after-forced-entered or "
-        "crash-after-work-step"
-    )
+    chosen = "not-registered or crash-after-forced-entered or cancel-after-forced-entered"
     real = run_scenarios(
         library,
         runtimes=["temporal"],
@@ -184,7 +181,7 @@ def test_library_cells_give_the_same_verdict_on_temporal_as_simulated(
         engine_workers=SETTINGS.workers,
     )
     simulated = run_scenarios(library, runtimes=["temporal"], stores=["memory"], keyword=chosen)
-    assert len(real.results) >= 6
+    assert len(real.results) >= 4
     assert {r.engine for r in real.results} == {"real"}
     assert disagreements(to_json(simulated.results), to_json(real.results)) == []
     assert {cell["engine"] for cell in to_json(real.results)["cells"]} == {"real"}
@@ -199,32 +196,34 @@ def test_library_cells_give_the_same_verdict_on_temporal_as_simulated(
     assert all(r.passed for r in real.results), [r.cell.id for r in real.results if not r.passed]
 
 
-def test_cells_on_a_given_temporal_server_are_spread_across_the_workers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`--temporal-address` with `--engine-workers 3`: the server is not the harness's own, and
-    the cells' units run in three worker processes polling one task queue."""
+def test_cells_on_a_given_temporal_server_are_spread_across_the_workers(tmp_path: Path) -> None:
+    """`--temporal-address` with `--engine-workers 2`: the server is not the harness's own, and
+    cells running at once have their units run by both worker processes polling one queue."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from harness.engines.temporal import DevServer
-    from harness.scenarios.library import run_scenarios
 
     server = DevServer(tmp_path)  # stands in for a team's own cluster
+    settings = EngineSettings(temporal_address=server.address, workers=2)
     try:
-        library = [Path(__file__).parents[2] / "scenarios"]
-        monkeypatch.chdir(tmp_path)
-        ran = run_scenarios(
-            library,
-            runtimes=["temporal"],
-            stores=["memory"],
-            keyword="forced and not crash",
-            engine="real",
-            temporal_address=server.address,
-            engine_workers=3,
-        )
-        assert ran.passed
-        engine = engine_for("temporal", EngineSettings(temporal_address=server.address, workers=3))
+
+        def one(index: int) -> RunResult:
+            return run_agent(
+                SEARCHING,
+                LlmGateway.scripted("openai", PROSE_THEN_FINISH),
+                user_message=f"What is the capital of France? ({index})",
+                runtime="temporal",
+                engine="real",
+                engine_settings=settings,
+            )
+
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(one, range(4)))
+        assert {r.status for r in results} == {"completed"}
+        engine = engine_for("temporal", settings)
         assert isinstance(engine, TemporalEngine)
         assert engine.server is None, "no dev server of its own"
-        assert len(engine.host.workers_seen) == 3, engine.host.workers_seen
+        assert len(engine.host.workers_seen) == 2, engine.host.workers_seen
     finally:
         close_engines()
         server.close()
