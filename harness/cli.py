@@ -919,6 +919,61 @@ def cassettes_diff(old: Path, new: Path, output_format: str) -> None:
     sys.exit(EXIT_OK if comparison.identical else EXIT_FAILED)
 
 
+@cassettes.command("prune")
+@click.argument(
+    "paths", nargs=-1, required=True, type=_Path(path_type=Path, exists=True, dir_okay=False)
+)
+@click.option(
+    "--unplayed-in",
+    "logs",
+    multiple=True,
+    type=_Path(path_type=Path, dir_okay=False),
+    help="The cassette usage log of a replay run (repeatable: runs that share the cassettes "
+    "together). Default: .harness/cassette-usage.jsonl, which the pytest plugin leaves.",
+)
+@click.option(
+    "--from-partial-run",
+    is_flag=True,
+    help="Prune by a log of a run that ran a part of the suite or had failing tests: what "
+    "tests that did not run played is dropped too.",
+)
+@click.option("--dry-run", is_flag=True, help="List what would be dropped; change nothing.")
+def cassettes_prune(
+    paths: tuple[Path, ...], logs: tuple[Path, ...], from_partial_run: bool, dry_run: bool
+) -> None:
+    """Drop from each cassette the interactions no test of a replay run played: what tests
+    deleted or changed since the recording left behind. Each cassette is rewritten atomically
+    under its lock, what is left renumbered; a cassette that does not verify is left as it is
+    (exit 2). Refuses (exit 2) a log that does not mention a cassette, and, unless
+    --from-partial-run, a run that selected a part of the suite (-k, node ids, --lf) or had
+    failures."""
+    from harness.cassettes.usage import CassetteUsageError, partial_runs, prune, read_usage
+
+    usage = _or_invalid(lambda: read_usage(list(logs) or [Path(".harness/cassette-usage.jsonl")]))
+    narrowed = partial_runs(usage)
+    if narrowed and not from_partial_run:
+        _exit_invalid(
+            CassetteUsageError(
+                "the logged run did not replay the whole suite, so interactions its unrun or "
+                "failed tests need would be dropped: "
+                + "; ".join(narrowed)
+                + ". Prune after a full, green replay run, or pass --from-partial-run"
+            )
+        )
+    for path in paths:
+        pruned = _or_invalid(partial(prune, path, usage, dry_run=dry_run))
+        verb = "would drop" if dry_run else "dropped"
+        click.echo(
+            f"{path}: {verb} {len(pruned.dropped)} of {pruned.held} interaction(s) no test played"
+        )
+        for interaction in pruned.dropped:
+            request = interaction.request
+            click.echo(
+                f"  {request.method} {request.path} (key {interaction.key[:19]}, occurrence "
+                f"{interaction.occurrence})"
+            )
+
+
 @cassettes.command("import-vcr")
 @click.argument("sources", nargs=-1, required=True, type=_Path(path_type=Path))
 @click.option(

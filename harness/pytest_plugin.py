@@ -37,6 +37,8 @@ _SCENARIO_ROOTS = pytest.StashKey[tuple[Path, ...]]()
 _PLAN = pytest.StashKey["RunPlan | None"]()
 _TARGET_RUNNER = pytest.StashKey["TargetRunner | None"]()
 _REGISTERED_TAGS = pytest.StashKey[set[str]]()
+_USAGE_LOG = pytest.StashKey[Path]()
+_NARROWED = pytest.StashKey["str | None"]()
 
 
 HttpLibraryName = Literal["httpx2", "httpx"]
@@ -220,6 +222,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PLAN] = _plan(config)
     if config.getoption("harness_record_mode") != "none":
         _one_recording_run(config)
+    _cassette_usage(config)
     config.stash[_REGISTERED_TAGS] = set()
     _html_report(config)
 
@@ -316,6 +319,76 @@ def _one_recording_run(config: pytest.Config) -> None:
         environment.setenv("HARNESS_RECORD_RUN_ID", run_id)
         config.add_cleanup(environment.undo)
     _hold_run(config, run_id)
+
+
+def _cassette_usage(config: pytest.Config) -> None:
+    """On the controller (or a run without xdist): have every cassette transport of the session
+    log what it played (`harness.cassettes.usage`) to `.harness/cassette-usage.jsonl` under the
+    rootdir, started afresh, unless `HARNESS_CASSETTE_USAGE` names another log already; and in
+    mode `all`, re-record only the requests of a session that runs a part of the suite. Both
+    set before xdist starts its workers, which inherit them. Nothing is created until a
+    transport closes."""
+    if hasattr(config, "workerinput"):
+        return
+    from harness.cassettes.modes import RERECORD_VARIABLE
+    from harness.cassettes.usage import USAGE_VARIABLE
+
+    environment = pytest.MonkeyPatch()
+    config.add_cleanup(environment.undo)
+    narrowed = _narrowed(config)
+    config.stash[_NARROWED] = narrowed
+    log = os.environ.get(USAGE_VARIABLE)
+    if not log:
+        default = config.rootpath / ".harness" / "cassette-usage.jsonl"
+        default.unlink(missing_ok=True)
+        environment.setenv(USAGE_VARIABLE, str(default))
+        log = str(default)
+    config.stash[_USAGE_LOG] = Path(log)
+    if narrowed is not None and not os.environ.get(RERECORD_VARIABLE):
+        environment.setenv(RERECORD_VARIABLE, "requests")
+
+
+def _narrowed(config: pytest.Config) -> str | None:
+    """How the session narrows the suite, as written (`-k claude`, a node id, a file narrower
+    than the suite's folders); None when it runs every test."""
+    option = config.option
+    parts = []
+    if getattr(option, "keyword", ""):
+        parts.append(f"-k {option.keyword}")
+    if getattr(option, "markexpr", ""):
+        parts.append(f"-m {option.markexpr}")
+    if getattr(option, "lf", False):
+        parts.append("--lf")
+    if getattr(option, "deselect", None):
+        parts.append("--deselect")
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
+        base = config.invocation_params.dir
+        suite = [(config.rootpath / entry).resolve() for entry in config.getini("testpaths")] or [
+            config.rootpath.resolve()
+        ]
+        for argument in config.args:
+            path = (base / argument.split("::", 1)[0]).resolve()
+            if "::" in argument or not any(path == root or path in root.parents for root in suite):
+                parts.append(argument)
+    return " ".join(parts) or None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """End the session's cassette usage log with whether it ran the whole suite, when a
+    transport wrote to it."""
+    config = session.config
+    log = config.stash.get(_USAGE_LOG, None)
+    if log is None or not log.is_file():
+        return
+    from harness.cassettes.usage import RunSummary, append_line
+
+    narrowed = config.stash.get(_NARROWED, None)
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        narrowed = "interrupted" if narrowed is None else f"{narrowed}, interrupted"
+    append_line(
+        log,
+        RunSummary(complete=narrowed is None, failed=session.testsfailed, selection=narrowed),
+    )
 
 
 def _hold_run(config: pytest.Config, run_id: str) -> None:

@@ -29,6 +29,21 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "fast"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_session_cassette_usage() -> Iterator[None]:
+    """The harness plugin has every transport of a pytest session log what it played, and
+    re-record only the requests of a session that runs a part of the suite: right for a user's
+    suite, but this suite's own transports are its subjects, so a test that wants either sets it
+    itself, whatever selection the suite was run with."""
+    from harness.cassettes.modes import RERECORD_VARIABLE
+    from harness.cassettes.usage import USAGE_VARIABLE
+
+    with pytest.MonkeyPatch.context() as environment:
+        environment.delenv(USAGE_VARIABLE, raising=False)
+        environment.delenv(RERECORD_VARIABLE, raising=False)
+        yield
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server on loopback, for this test session (or worker)."""

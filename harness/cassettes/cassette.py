@@ -70,7 +70,12 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from harness import files
-from harness.cassettes.key import KEY_VERSIONS, canonical_request_key, keyed_headers
+from harness.cassettes.key import (
+    KEY_VERSIONS,
+    canonical_request_key,
+    equivalent_request_key,
+    keyed_headers,
+)
 from harness.errors import CassetteFormatError, CassetteTamperedError, CassetteWriteError
 from harness.files import (
     FileTooLargeError,
@@ -1068,4 +1073,16 @@ def rekey(request: RecordedRequest, volatile: Iterable[str] = (), *, version: in
         request.body_bytes(),
         volatile=tuple(volatile),
         version=version,
+    )
+
+
+def equivalent_key(request: RecordedRequest, volatile: Iterable[str] = ()) -> str:
+    """The equivalent key (`harness.cassettes.key.equivalent_request_key`) of a stored
+    request."""
+    return equivalent_request_key(
+        request.method,
+        request.url,
+        request.headers,
+        request.body_bytes(),
+        volatile=tuple(volatile),
     )

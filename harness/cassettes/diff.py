@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from harness.cassettes.key import keyed_headers
+from harness.cassettes.key import equivalent_body, keyed_headers
 from harness.errors import CassetteMissError
 from harness.json_body import parse_json_body
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
@@ -72,8 +72,14 @@ def explain_miss(
     recorded_for_key: int,
     scrubber: Scrubber = DEFAULT_SCRUBBER,
     headers: Iterable[tuple[str, str]] = (),
+    advice: str | None = None,
 ) -> CassetteMissError:
     """Build the `CassetteMissError` for a request with no unplayed interaction.
+
+    Differences are those of the requests read by value (`equivalent_body`): a tool call's
+    arguments spelt another way, or a text sent as one text block, would have matched, so they
+    are listed apart as what did *not* cause the miss. `advice` replaces the closing advice (to
+    re-record) where re-recording is not the fix: a target run against the bundled library.
 
     The live request goes through `scrubber`, extended with the exact credential values the
     request sent (its `headers`, query and body) and the environment's secrets, as a recording
@@ -105,11 +111,15 @@ def explain_miss(
         if interaction.request.method == method.upper() and interaction.request.path == path:
             groups.setdefault(interaction.key, []).append(index)
     candidates = []
+    equivalent = (requested[0], equivalent_body(requested[1], path))
+    respelt: dict[int, list[str]] = {}
     for indexes in groups.values():
         recorded = cassette.interactions[indexes[0]].request
+        view = _view(recorded.query, recorded.body_bytes(), scrubber)
         differences = _request_diff(
-            _view(recorded.query, recorded.body_bytes(), scrubber), requested
+            (view[0], equivalent_body(view[1], path)), equivalent
         ) + _header_diff(keyed_headers(recorded.headers), sent_headers, scrubber)
+        respelt[indexes[0]] = _respelt(_request_diff(view, requested), differences)
         candidates.append((indexes, differences))
     candidates.sort(key=lambda item: (_distance(item[1]), item[0][0]))
     if not candidates:
@@ -140,16 +150,38 @@ def explain_miss(
             lines.append(
                 "  (none in the query, body or keyed headers: the volatile-field setting differs)"
             )
+        spelt = respelt[best_indexes[0]]
+        if spelt:
+            lines.append(
+                "Spelt differently but the same to the provider, so not why it missed "
+                "(tool-call arguments are compared by value, a text and one text block alike):"
+            )
+            lines.extend(f"  {line}" for line in spelt[:MAX_DIFF_LINES])
         for _, differences in candidates[:MAX_CANDIDATES]:
-            earlier = _earlier_turn(cassette, requested[1], differences, groups, scrubber)
+            earlier = _earlier_turn(cassette, equivalent[1], differences, groups, scrubber, path)
             if earlier:
                 lines.extend(earlier)
                 break
     lines.append(
-        "If the request changed on purpose, re-record: record mode 'new_episodes' appends the "
-        "new interaction, 'all' rewrites the cassette from this run."
+        advice
+        or "If the request changed on purpose, re-record: record mode 'new_episodes' appends "
+        "the new interaction, 'all' rewrites the cassette from this run."
     )
     return CassetteMissError("\n".join(lines))
+
+
+def _respelt(raw: list[str], differences: list[str]) -> list[str]:
+    """The lines of `raw` (the requests' differences as sent) at a place where the requests read
+    by value (`differences`) do not differ: what a client spelt its own way."""
+    places = [line.split(": ", 1)[0] for line in differences]
+    kept = []
+    for line in raw:
+        place = line.split(": ", 1)[0]
+        if not any(
+            other == place or other.startswith((place + ".", place + "[")) for other in places
+        ):
+            kept.append(line)
+    return kept
 
 
 CONVERSATIONS: Final = ("messages", "input")
@@ -163,10 +195,13 @@ def _earlier_turn(
     differences: list[str],
     groups: dict[str, list[int]],
     scrubber: Scrubber,
+    path: str,
 ) -> list[str]:
     """When the nearest request differs in an earlier *answer* the conversation carries (an
     assistant turn), say so: this client was answered differently at that turn than when the
-    cassette was recorded, and name the earlier request if it holds several answers."""
+    cassette was recorded, or sent the answer back changed (a tool call's arguments whose values
+    differ, not only their spelling), and name the earlier request if it holds several answers.
+    `requested` and `differences` are read by value (`equivalent_body`)."""
     if not isinstance(requested, dict):
         return []
     for line in differences:
@@ -186,13 +221,19 @@ def _earlier_turn(
                 continue
             found = [
                 "This request continues a conversation whose earlier turn was answered "
-                "differently than when the cassette was recorded:",
+                "differently than when the cassette was recorded, or was sent back changed:",
                 f"  {line}",
             ]
+            if ".arguments" in line.split(": ", 1)[0]:
+                found.append(
+                    "  (the tool call's arguments hold other values than those recorded, not "
+                    "only another spelling of them)"
+                )
             earlier = {**requested, member: turns[:turn]}
             for indexes in groups.values():
                 recorded = cassette.interactions[indexes[0]].request
-                if _view(recorded.query, recorded.body_bytes(), scrubber)[1] != earlier:
+                view = _view(recorded.query, recorded.body_bytes(), scrubber)[1]
+                if equivalent_body(view, path) != earlier:
                     continue
                 answers = {cassette.interactions[i].response.body_bytes() for i in indexes}
                 if len(answers) > 1:

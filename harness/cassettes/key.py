@@ -24,6 +24,13 @@ is computed bumps the key version, which the cassette format names (`KEY_VERSION
 the key of `harness-cassette/1` files, wrote each number as the client spelt it (`1.0` and `1`
 were two keys); everything else is the same, so both versions give one key for a request whose
 numbers are spelt canonically already.
+
+A request may also be spelt differently by two clients and still be the same request to the
+provider: a tool call's arguments sent back as the model wrote them (`{"q": "x"}`) or as the
+client's own `JSON.stringify` (`{"q":"x"}`), an Anthropic text as a string or as one text block.
+The key keeps those bytes as sent (it is pinned); `equivalent_request_key` reads them by value
+(the spec's `json_text_fields` and `text_block_fields`), and a cassette that has no interaction
+under a request's key replays the one under the same equivalent key.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -95,6 +102,64 @@ def canonical_request_key(
     )
 
 
+def equivalent_request_key(
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    body: bytes | str | None = None,
+    *,
+    volatile: Sequence[str] = (),
+    provider: str | None = None,
+) -> str:
+    """The key of a request read by value where its provider lets a client spell one request
+    two ways (`ProviderSpec.json_text_fields` and `text_block_fields`): two requests that differ
+    only there have one equivalent key and two request keys. Never written to a file: a
+    cassette computes it for its recorded requests when a request misses its own key."""
+    return (
+        "sha256:"
+        + hashlib.sha256(
+            canonical_request_bytes(
+                method, url, headers, body, volatile=volatile, provider=provider, equivalent=True
+            )
+        ).hexdigest()
+    )
+
+
+def equivalent_body(value: Any, path: str, provider: str | None = None) -> Any:
+    """A parsed JSON body with what its provider lets a client spell two ways read by value:
+    each JSON text of `json_text_fields` as `{"parsed": <its value>}` (a text that is not JSON,
+    such as a call cut off mid-arguments, stays as it is), and each list of one plain text
+    block of `text_block_fields` as its text."""
+    spec = find_provider(provider) if provider else detect_spec(path)
+    if spec is None:
+        return value
+    for pointer in spec.json_text_fields:
+        value = _replaced_at(value, split_pointer(pointer), _json_value)
+    for pointer in spec.text_block_fields:
+        value = _replaced_at(value, split_pointer(pointer), _block_text)
+    return value
+
+
+def _json_value(node: Any) -> Any:
+    if not isinstance(node, str):
+        return node
+    is_json, value = parse_json_body(node, numbers=canonical_numbers)
+    return {"parsed": value} if is_json else node
+
+
+def _block_text(node: Any) -> Any:
+    if (
+        isinstance(node, list)
+        and len(node) == 1
+        and isinstance(node[0], dict)
+        and node[0].keys() == {"type", "text"}
+        and node[0]["type"] == "text"
+        and isinstance(node[0]["text"], str)
+    ):
+        return node[0]["text"]
+    return node
+
+
 def canonical_request_bytes(
     method: str,
     url: str,
@@ -104,8 +169,10 @@ def canonical_request_bytes(
     volatile: Sequence[str] = (),
     provider: str | None = None,
     version: int = KEY_VERSION,
+    equivalent: bool = False,
 ) -> bytes:
-    """The canonical bytes the key hashes (useful to see why two keys differ)."""
+    """The canonical bytes the key hashes (useful to see why two keys differ); with
+    `equivalent`, those of `equivalent_request_key`."""
     if version not in KEY_VERSIONS:
         raise CassetteError(
             f"expected a request key version in {sorted(KEY_VERSIONS)} but got {version!r}"
@@ -123,6 +190,8 @@ def canonical_request_bytes(
         "headers": keyed_headers(headers),
     }
     document.update(_canonical_body(body, path, volatile, provider, version))
+    if equivalent and "body" in document:
+        document["body"] = equivalent_body(document["body"], path, provider)
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # JSON allows a lone surrogate ("\ud83d", half an emoji cut by a JS client); it is written
     # back as that escape. Any other text encodes exactly as UTF-8, so no existing key changes.
@@ -207,6 +276,34 @@ _ARRAY_INDEX: Final = re.compile(r"[0-9]+")
 """ASCII digits only: `str.isdigit` also accepts `²` and `٣`, which `int` then refuses or reads."""
 
 
+def _replaced_at(node: Any, parts: list[str], replace: Callable[[Any], Any]) -> Any:
+    """`node` with `replace` applied to each value the pointer `parts` names (copied on the way,
+    as `_without` does)."""
+    if not parts:
+        return replace(node)
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, dict):
+        names = list(node) if head == "*" else [head] if head in node else []
+        if not names:
+            return node
+        copied = dict(node)
+        for name in names:
+            copied[name] = _replaced_at(node[name], rest, replace)
+        return copied
+    if isinstance(node, list):
+        if head == "*":
+            indexes = range(len(node))
+        elif _ARRAY_INDEX.fullmatch(head) and int(head) < len(node):
+            indexes = range(int(head), int(head) + 1)
+        else:
+            return node
+        copied_list = list(node)
+        for index in indexes:
+            copied_list[index] = _replaced_at(node[index], rest, replace)
+        return copied_list
+    return node
+
+
 def _without(node: Any, parts: list[str]) -> Any:
     head, rest = parts[0], parts[1:]
     if isinstance(node, dict):
@@ -245,6 +342,8 @@ __all__ = [
     "VolatileFieldError",
     "canonical_request_bytes",
     "canonical_request_key",
+    "equivalent_body",
+    "equivalent_request_key",
     "keyed_headers",
     "remove_pointers",
     "split_pointer",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.cassettes.cassette import RecordedRequest, RecordedResponse
-from harness.cassettes.key import KEY_VERSION, canonical_request_key
+from harness.cassettes.key import KEY_VERSION, canonical_request_key, equivalent_request_key
 from harness.http_clients import AnyRequest
 from harness.json_body import parse_json_body
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
@@ -75,6 +75,17 @@ class Recorder:
             volatile=self.volatile,
             provider=self.provider,
             version=self.key_version if version is None else version,
+        )
+
+    def equivalent_key_for(self, request: AnyRequest) -> str:
+        """The equivalent key of an httpx request (`harness.cassettes.key.equivalent_request_key`)."""
+        return equivalent_request_key(
+            request.method,
+            str(request.url),
+            request.headers.multi_items(),
+            request.content,
+            volatile=self.volatile,
+            provider=self.provider,
         )
 
     def scrubber_for(self, request: AnyRequest) -> Scrubber:

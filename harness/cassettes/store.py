@@ -7,7 +7,9 @@ renumbered per key), and writes the result atomically, so no process loses anoth
 Mode `all` replaces the file with this run's traffic alone. A *run* may span transports and
 processes (`harness.cassettes.recording_run`): the first `all` save of a run replaces what an
 earlier run left, even one of the same name; later `all` saves of the same run (other tests,
-other workers) merge into it.
+other workers) merge into it. A re-recording of a part of a suite (`replace="requests"`: `-k`,
+a list of tests) replaces only the requests the run sends: each request it records loses what
+an earlier run recorded for it, and every other interaction is kept.
 
 An answer a recorder played from another (an identical request, `harness.cassettes.sharing`) is
 saved by every recorder that played it, so no answer is lost when the one that recorded it dies
@@ -112,6 +114,7 @@ def save_recording(
     saved: int = 0,
     identical_requests: IdenticalRequests | None = None,
     once_each: Collection[int] = (),
+    replace_requests: bool = False,
 ) -> None:
     """Merge `recorded` into the cassette at `path` (or replace it, see the module docstring).
 
@@ -127,6 +130,9 @@ def save_recording(
     this save) does not hold the same request and answer already: the answers of a shared
     cassette, which every recorder that played one keeps.
     `run_token` is the run's (`RecordingRun.token`), kept beside the file as the save marker.
+    With `replace` and `replace_requests`, the file is not replaced but each request in
+    `recorded` replaces what runs before this one recorded for it (a part of a suite
+    re-recorded); the marker lists what this run wrote (`recorded_by_run`).
 
     Raises `CassetteFormatError` when the path is not a regular file or (merging) the file on
     disk is invalid, `CassetteTamperedError` when it does not verify, and `CassetteWriteError`
@@ -137,7 +143,18 @@ def save_recording(
         marker = Path(str(lock_base(path)) + ".run")
         same_run = _marker_token(marker) == run_token
         base: Sequence[Interaction]
-        if replace and not same_run:
+        if replace and replace_requests:
+            existing = _merged_into(path)
+            ours = _run_answers(marker) if same_run else set()
+            sent = {interaction.key for interaction in recorded}
+            base = [
+                interaction
+                for interaction in (existing.interactions if existing is not None else [])
+                if interaction.key not in sent or (interaction.key, answer_of(interaction)) in ours
+            ]
+            first = saved if same_run else 0
+            format = existing.format if existing is not None else FORMAT
+        elif replace and not same_run:
             existing, base, first = _replaced(path), [], 0
             format = FORMAT
         else:
@@ -163,7 +180,14 @@ def save_recording(
             )
             write_atomically(path, Cassette.from_document(path, document).dumps())
         if replace:
-            marker.write_bytes(run_token.encode("ascii"))
+            answers = (_run_answers(marker) if same_run else set()) | {
+                (interaction.key, answer_of(interaction)) for interaction in new
+            }
+            marker.write_bytes(
+                "\n".join(
+                    [run_token, *(f"{key} {answer}" for key, answer in sorted(answers))]
+                ).encode("ascii")
+            )
         else:
             marker.unlink(missing_ok=True)
         if creates:  # mode `once` goes on recording into it for the rest of this run
@@ -180,12 +204,12 @@ def _without_known_answers(
     keys = {recorded[index].key for index in once_each if index >= first}
     if not keys:
         return list(recorded[first:])
-    known = {(i.key, _answer(i)) for i in base if i.key in keys}
+    known = {(i.key, answer_of(i)) for i in base if i.key in keys}
     new: list[Interaction] = []
     for index in range(first, len(recorded)):
         interaction = recorded[index]
         if interaction.key in keys:
-            answer = (interaction.key, _answer(interaction))
+            answer = (interaction.key, answer_of(interaction))
             if index in once_each and answer in known:
                 continue
             known.add(answer)
@@ -193,17 +217,35 @@ def _without_known_answers(
     return new
 
 
-def _answer(interaction: Interaction) -> str:
+def answer_of(interaction: Interaction) -> str:
     """What makes two recordings of one request the same answer (the digest leaves out the
     occurrence, which a merge renumbers)."""
     return interaction.with_occurrence(1).digest
 
 
 def _marker_token(marker: Path) -> str | None:
+    """The run token a marker names (its first line)."""
     try:
-        return marker.read_bytes().decode("ascii")
+        return marker.read_bytes().decode("ascii").split("\n", 1)[0]
     except (OSError, ValueError):
         return None
+
+
+def _run_answers(marker: Path) -> set[tuple[str, str]]:
+    """What the run of a re-recording marker wrote: (key, answer) of each interaction."""
+    try:
+        lines = marker.read_bytes().decode("ascii").split("\n")[1:]
+    except (OSError, ValueError):
+        return set()
+    return {(key, answer) for key, _, answer in (line.partition(" ") for line in lines) if answer}
+
+
+def recorded_by_run(path: Path, run_token: str) -> set[tuple[str, str]]:
+    """The (key, answer) of each interaction the re-recording run `run_token` wrote into the
+    cassette at `path` (none when another run, or none, wrote it last): what a transport of the
+    same run replays of it, while every other interaction is re-recorded."""
+    marker = Path(str(lock_base(path)) + ".run")
+    return _run_answers(marker) if _marker_token(marker) == run_token else set()
 
 
 def created_in_run(path: Path, run_token: str) -> bool:

@@ -9,7 +9,12 @@ with the cassette and requests may arrive in any order as long as each key's own
 Record modes (`RecordMode`): `none` (default: replay only, a miss raises `CassetteMissError`, nothing
 reaches the network), `once` (record when the file does not exist, and for the rest of the
 recording run that created it; a later run replays), `new_episodes` (replay
-hits, record and append misses), `all` (re-record: the file is rewritten from this run's traffic).
+hits, record and append misses), `all` (re-record: the file is rewritten from this run's traffic;
+with `rerecord="requests"`, as when pytest runs a part of the suite, only the requests this run
+sends are replaced and every other interaction is kept).
+
+With `HARNESS_CASSETTE_USAGE` set (the pytest plugin sets it), a transport logs what it played as
+it closes, for `harness cassettes prune` (`harness.cassettes.usage`).
 
 Identical requests (`identical_requests`): `shared` (the default for a new recording) records one
 answer per distinct request and plays it again for every identical request, in recording
@@ -39,13 +44,15 @@ from harness.cassettes.cassette import (
     ExactRequest,
     IdenticalRequests,
     Interaction,
+    RecordedRequest,
     RecordedResponse,
     cassette_exists,
+    equivalent_key,
     rekey,
 )
 from harness.cassettes.diff import explain_miss
 from harness.cassettes.key import keyed_headers, split_pointer
-from harness.cassettes.modes import RecordMode
+from harness.cassettes.modes import RecordMode, Rerecord, checked_rerecord
 from harness.cassettes.pacing import PacedStream, paced_offsets, parse_pace
 from harness.cassettes.record import Recorder
 from harness.cassettes.recording_run import checked_run_id, given_run_id, join_run
@@ -57,7 +64,14 @@ from harness.cassettes.sharing import (
     is_transient,
     open_shared,
 )
-from harness.cassettes.store import created_in_run, recorded_in_run, save_recording
+from harness.cassettes.store import (
+    answer_of,
+    created_in_run,
+    recorded_by_run,
+    recorded_in_run,
+    save_recording,
+)
+from harness.cassettes.usage import log_use
 from harness.errors import CassetteFormatError, CassetteUnplayedError, RecordModeError
 from harness.http_clients import (
     AnyRequest,
@@ -133,6 +147,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         keep_when_idle: bool = False,
         identical_requests: IdenticalRequests | None = None,
         pace: str | float | None = None,
+        rerecord: Rerecord | None = None,
     ) -> None:
         if identical_requests not in (None, "shared", "separate"):
             raise IdenticalRequestsError(
@@ -143,9 +158,13 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.path = Path(path)
         self.pace = parse_pace(pace)
         self.keep_when_idle = keep_when_idle
+        self.miss_advice: str | None = None
+        """What a miss's message ends with instead of the advice to re-record (set by a caller
+        for whom re-recording is not the fix, such as a target run of the bundled library)."""
         named = checked_run_id(run_id, "run_id") if run_id is not None else given_run_id()
         self.run_id = named or uuid.uuid4().hex
         self.mode = RecordMode.parse(mode)
+        self.rerecord = checked_rerecord(rerecord)
         if inner is not None and not any(
             library.owns_transport(inner, asynchronous=kind)
             for library in libraries()
@@ -183,7 +202,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             and exists
             and recorded_in_run(self.path, self._run_token)
         )
-        replaying = exists and (self.mode is not RecordMode.ALL or continuing)
+        partly = self.mode is RecordMode.ALL and self.rerecord == "requests"
+        replaying = exists and (self.mode is not RecordMode.ALL or continuing or partly)
         self.cassette = (
             Cassette.load(self.path, allow_tampered=allow_tampered, index_requests=True)
             if replaying
@@ -206,10 +226,25 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             else None
         )
         self._by_value: dict[str, list[str]] | None = None
+        self._by_equivalent: dict[str, list[str]] | None = None
+        self._replayable: dict[str, list[int]] = self.cassette.by_key
+        """The interactions this transport may replay, by key: all of them, but in a re-recording
+        of a part of a suite only what this run recorded (the rest is recorded again, and kept
+        for the tests that did not run)."""
+        if partly and replaying:
+            ours = recorded_by_run(self.path, self._run_token) if continuing else set()
+            entries = self.cassette.interactions
+            self._replayable = {
+                key: kept
+                for key, indexes in self.cassette.by_key.items()
+                if (kept := [i for i in indexes if (key, answer_of(entries[i])) in ours])
+            }
         self._queues: dict[str, deque[int]] = {
-            key: deque(indexes) for key, indexes in self.cassette.by_key.items()
+            key: deque(indexes) for key, indexes in self._replayable.items()
         }
         self._fast_keys = self.cassette.exact_requests
+        self._played: set[int] = set()
+        """Indexes of the interactions replayed, for the usage log."""
         self._last_played: dict[str, int] = {}
         self._recorded: list[Interaction] = []
         self._adopted: set[int] = set()
@@ -240,30 +275,58 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             if queue:
                 index = queue.popleft()
                 self._last_played[key] = index
+                self._played.add(index)
                 return index
             if self.allow_repeats or self.identical_requests == "shared":
-                recorded = self.cassette.by_key.get(key)
-                return self._last_played.get(key, recorded[-1] if recorded else None)
+                recorded = self._replayable.get(key)
+                index = self._last_played.get(key, recorded[-1] if recorded else None)
+                if index is not None:
+                    self._played.add(index)
+                return index
             return None
 
     def _take_by_value(self, request: AnyRequest) -> int | None:
         """For a `harness-cassette/1` file: the interaction whose request has the same
         number-canonical key as `request` (recorded `1.0`, sent `1`)."""
         if self._by_value is None:
-            by_value: dict[str, list[str]] = {}
-            for interaction in self.cassette.interactions:
-                canonical = rekey(interaction.request, self.recorder.volatile, version=2)
-                keys = by_value.setdefault(canonical, [])
-                if interaction.key not in keys:
-                    keys.append(interaction.key)
-            self._by_value = by_value
-        stored_keys = self._by_value.get(self.recorder.key_for(request, version=2), [])
+            self._by_value = self._stored_keys_by(
+                lambda recorded: rekey(recorded, self.recorder.volatile, version=2)
+            )
+        return self._take_first_of(self._by_value.get(self.recorder.key_for(request, version=2)))
+
+    def _take_equivalent(self, request: AnyRequest) -> int | None:
+        """The interaction whose request is `request` spelt another way its provider allows
+        (tool-call arguments encoded differently, a text as a string or as one text block):
+        the same equivalent key (`harness.cassettes.key.equivalent_request_key`)."""
+        if self._by_equivalent is None:
+            self._by_equivalent = self._stored_keys_by(
+                lambda recorded: equivalent_key(recorded, self.recorder.volatile)
+            )
+        return self._take_first_of(
+            self._by_equivalent.get(self.recorder.equivalent_key_for(request))
+        )
+
+    def _stored_keys_by(self, keyer: Callable[[RecordedRequest], str]) -> dict[str, list[str]]:
+        """Each recorded interaction's key, under another key of its request (`keyer`); built
+        on the first request that misses its own key, so replay never pays for it."""
+        by_key: dict[str, list[str]] = {}
+        for interaction in self.cassette.interactions:
+            keys = by_key.setdefault(keyer(interaction.request), [])
+            if interaction.key not in keys:
+                keys.append(interaction.key)
+        return by_key
+
+    def _take_first_of(self, stored_keys: list[str] | None) -> int | None:
+        """The next unplayed interaction of the first of `stored_keys` that has one, else what
+        `_take` gives for the last of them (a repeat, when repeats are replayed)."""
+        if not stored_keys:
+            return None
         for stored in stored_keys:
             with self._lock:
                 has_unplayed = bool(self._queues.get(stored))
             if has_unplayed:
                 return self._take(stored)
-        return self._take(stored_keys[-1]) if stored_keys else None
+        return self._take(stored_keys[-1])
 
     def _replay(self, index: int, library: HttpLibrary) -> AnyResponse:
         parts = self._parts.get(index)
@@ -296,6 +359,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             recorded_for_key=len(self.cassette.by_key.get(key, ())),
             scrubber=self.recorder.scrubber,
             headers=request.headers.multi_items(),
+            advice=self.miss_advice,
         )
 
     def _answer(self, request: AnyRequest, library: HttpLibrary) -> tuple[AnyResponse | None, str]:
@@ -304,6 +368,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         index = self._take(key)
         if index is None and self.cassette.key_version == 1:
             index = self._take_by_value(request)
+        if index is None:
+            index = self._take_equivalent(request)
         if index is not None:
             return self._replay(index, library), key
         if not self.recording:
@@ -512,6 +578,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                     run_token=self._run_token,
                     identical_requests=self.identical_requests,
                     once_each=once_each,
+                    replace_requests=self.rerecord == "requests",
                 )
             self._saved = len(recorded)
 
@@ -530,6 +597,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         for network in self._inner_transports():
             if any(library.owns_transport(network, asynchronous=False) for library in libraries()):
                 network.close()  # type: ignore[union-attr]  # a sync transport, checked above
+        self._log_use()
         self._check_unplayed()
 
     async def aclose(self) -> None:
@@ -547,7 +615,16 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         for network in self._inner_transports():
             if any(library.owns_transport(network, asynchronous=True) for library in libraries()):
                 await network.aclose()  # type: ignore[union-attr]  # an async one, checked above
+        self._log_use()
         self._check_unplayed()
+
+    def _log_use(self) -> None:
+        """What this transport played and recorded, to the usage log (when one is set)."""
+        entries = self.cassette.entries
+        with self._lock:
+            played = [(entries[i].key, entries[i].occurrence) for i in self._played]
+            recorded = [interaction.key for interaction in self._recorded]
+        log_use(self.path, played, recorded)
 
     def _release_shared(self) -> None:
         if self._shared is not None:
@@ -592,6 +669,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             if self.recording:
                 self._release_shared()
                 self.save()
+            self._log_use()
 
 
 class RecordingStream(ByteStream):

@@ -22,6 +22,8 @@ ANTHROPIC: Final = ProviderSpec(
     volatile_fields=("/metadata/user_id",),
     keyed_headers=frozenset({"anthropic-version", "anthropic-beta"}),
     version_headers={"anthropic-version": ANTHROPIC_VERSION},
+    # a string is one text block: the system prompt, a turn's content, a tool result's content
+    text_block_fields=("/system", "/messages/*/content", "/messages/*/content/*/content"),
     default_model="claude-sonnet-4-5",
     tool_models=("claude-sonnet-4-5",),
     # `tool_use.input` is always an object; thinking is budgeted inside `max_tokens`

@@ -30,6 +30,11 @@ OPENAI: Final = ProviderSpec(
     volatile_fields=("/user", "/safety_identifier", "/prompt_cache_key", "/metadata"),
     # `api-version` is Azure OpenAI's
     keyed_headers=frozenset({"openai-beta", "openai-version", "api-version"}),
+    # a tool call's arguments are JSON text, which clients send back spelt their own way
+    json_text_fields=(
+        "/messages/*/tool_calls/*/function/arguments",
+        "/input/*/arguments",
+    ),
     default_model="gpt-4o-mini",
     tool_models=("gpt-4o-mini", "gpt-4.1"),
 )

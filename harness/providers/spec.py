@@ -73,6 +73,14 @@ class ProviderSpec:
     provider headers the replay server forwards upstream. `version_headers` are the ones the API
     requires on every request, with the value the harness's gateway sends.
 
+    `json_text_fields` and `text_block_fields` are what a client may spell two ways for one
+    request (JSON pointers, `*` for every item): a string holding JSON text (a tool call's
+    arguments, which one client sends back as the model wrote them and another as its own
+    `JSON.stringify` of the parsed value), and a text given either as a string or as a list of
+    one text block (`[{"type": "text", "text": ...}]`). The request key keeps the bytes as
+    sent; a cassette that has no interaction under that key replays the one whose request
+    holds the same values (`harness.cassettes.key.equivalent_request_key`).
+
     `tool_input_is_object` says a tool call's input is always a JSON object on this wire (a
     non-streamed reply cannot carry cut-off arguments); `thinking_counts_toward_max_tokens` that
     a reasoning budget must fit under `max_tokens`. What each model accepts (tools, reasoning,
@@ -100,6 +108,8 @@ class ProviderSpec:
     tool_models: tuple[str, ...]
     """Models that accept tools and a forced tool choice (without reasoning), `default_model`
     among them: what generated agents run on."""
+    json_text_fields: tuple[str, ...] = ()
+    text_block_fields: tuple[str, ...] = ()
     tool_input_is_object: bool = False
     thinking_counts_toward_max_tokens: bool = False
 

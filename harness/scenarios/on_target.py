@@ -29,7 +29,7 @@ from harness.agent.prompt import (
     memory_message,
     work_fragments,
 )
-from harness.cassettes import CassetteTransport
+from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
 from harness.lazy import ReadOnDemand
 from harness.llm.adapters import adapter_for
@@ -62,6 +62,16 @@ from harness.targets.protocol import (
     TargetHello,
 )
 from harness.workflow import run_workflow
+
+TARGET_MISS_ADVICE: Final = (
+    "The cassette holds the requests the reference sent for this cell: a target passes by "
+    "sending the same request, as the contract defines it (values compared, not spelling: "
+    "tool-call arguments by value, a text and one text block alike). Re-recording is not the "
+    "fix (the bundled library refuses it); run with --compare-reference to see the request "
+    "the reference sends."
+)
+"""How a cassette miss of a target's cell ends: the cassette is the reference's recording (the
+bundled library refuses re-recording), so the fix is in the target."""
 
 if TYPE_CHECKING:
     from harness.serve import ReplayServer
@@ -200,6 +210,8 @@ class TargetRunner:
             if scenario.script is not None or scenario.cassette is not None
             else ScriptTransport(scenario.provider, [])  # a completion module calls no model
         )
+        if isinstance(transport, CassetteTransport) and transport.mode is RecordMode.NONE:
+            transport.miss_advice = TARGET_MISS_ADVICE
         session = self.server.attach(transport, output_tool=FINISH_TOOL)
         try:
             message = _cell_message(cell, options, self.server.session_urls(session), run_id)

@@ -515,9 +515,9 @@ function assistantMessage(reply) {
         type: "tool-call",
         toolCallId: call.id,
         toolName: call.name,
-        // the arguments as the model wrote them (model.mjs); input that is no JSON object goes
-        // back as `{}`, as the SDK itself sends it
-        input: isObject(call.input) ? call.arguments : {},
+        // the parsed input, which the SDK sends as its own JSON.stringify (the harness compares
+        // arguments by value); input that is no JSON object goes back as `{}`, as the SDK does
+        input: isObject(call.input) ? call.input : {},
       })),
     ],
   };

@@ -72,9 +72,8 @@ export function connect(provider, baseURL) {
 
 /**
  * Each tool call's arguments as the provider sent them, by call id. The SDK hands back parsed
- * input; the text goes back into the history as it came (a tool-call part whose input is JSON
- * text is sent verbatim to Chat Completions, and parsed for Messages), because a cassette keys
- * the next request on its exact bytes, and a cut-off call has only its text.
+ * input; the reply reports the text as it came, because a cut-off call has only its text (the
+ * history sends the parsed input back, which the SDK spells its own way).
  */
 function keepArgumentTexts(texts) {
   const keep = (part) => {
@@ -159,10 +158,10 @@ function anthropicSettings(request) {
 }
 
 /**
- * The SDK's Messages request as the wire the committed cassettes were recorded with: a system
- * prompt of one plain text block is sent as a string, and the structured-outputs beta (unused
- * here) is left out. Both are the same request to Anthropic, but a cassette is keyed by the exact
- * body and the `anthropic-beta` header.
+ * The SDK's Messages request without the structured-outputs beta, which the provider adds for
+ * every function tool and which only matters for `strict` tools and `output_format`, never sent
+ * here. The header changes what Anthropic does, so a cassette keys it: a recording made without
+ * the beta is not replayed for a request that asks for it.
  */
 async function recordedMessagesWire(url, init) {
   const headers = new Headers(init.headers);
@@ -172,16 +171,7 @@ async function recordedMessagesWire(url, init) {
     .filter((beta) => beta && beta !== STRUCTURED_OUTPUTS_BETA);
   if (betas.length) headers.set("anthropic-beta", betas.join(","));
   else headers.delete("anthropic-beta");
-  let body = init.body;
-  if (typeof body === "string") {
-    const parsed = JSON.parse(body);
-    const [block, ...others] = Array.isArray(parsed.system) ? parsed.system : [];
-    if (block?.type === "text" && !others.length && Object.keys(block).length === 2) {
-      parsed.system = block.text;
-      body = JSON.stringify(parsed);
-    }
-  }
-  return fetch(url, { ...init, headers, body });
+  return fetch(url, { ...init, headers });
 }
 
 function asTool({ description, parameters, validate }) {
