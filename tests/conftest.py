@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Final
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -62,10 +63,20 @@ def redis_url() -> Iterator[str]:
         yield url
 
 
+SLOW_FIRST: Final = ("browser", "engine", "subprocess")
+"""The markers of the tests that wait on other processes (a browser, an engine, a server or a
+command), which take seconds each: they run first."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Hypothesis properties run without coverage tracing (pytest-cov's `no_cover`): they run a
     body hundreds of times to find inputs that break it, and the tracer nearly doubled what they
-    cost, while the example-based tests are what the coverage floor measures."""
+    cost, while the example-based tests are what the coverage floor measures.
+
+    The tests that wait on other processes go first (in their collection order, the same in
+    every xdist worker): started last, one of a minute kept a worker busy after the others had
+    finished, and `make test` waited for it."""
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.no_cover)
+    items.sort(key=lambda item: not any(item.get_closest_marker(name) for name in SLOW_FIRST))

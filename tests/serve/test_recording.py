@@ -267,3 +267,35 @@ def test_mode_once_sessions_of_one_server_all_record_into_the_cassette_its_run_c
         assert replayed.error is None
         assert missed.error is not None, "a later run only replays"
         assert len(provider.received) == 3
+
+
+def test_a_server_re_recording_a_part_of_a_suite_keeps_every_request_its_clients_do_not_send(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`HARNESS_RERECORD=requests` in the server's environment: a Playwright or Vitest run of a
+    part of the suite (`-g claude`) in mode `all` replaces only what it sends."""
+    prompts = ["gpt question", "claude question", "other question"]
+    with serve(answer_the_prompt) as provider:
+        with ReplayServer(
+            tmp_path, record_mode="once", environ=provider_environ(provider.base_url)
+        ) as server:
+            with sync_client("openai", server.cassette_url("suite", "openai")) as client:
+                for prompt in prompts:
+                    send_sync(client, asking(CALLS["chat"], prompt))
+    monkeypatch.setenv("HARNESS_RERECORD", "requests")
+    with serve(echo_credentials) as provider:
+        with ReplayServer(
+            tmp_path, record_mode="all", environ=provider_environ(provider.base_url)
+        ) as server:
+            with sync_client("openai", server.cassette_url("suite", "openai")) as client:
+                send_sync(client, asking(CALLS["chat"], "claude question"))
+    answers = {
+        interaction.request.body["messages"][0]["content"]: interaction.response.body["choices"][
+            0
+        ]["message"]["content"]
+        for interaction in Cassette.load(tmp_path / "suite.json").interactions
+    }
+    assert answers["gpt question"] == "answer to gpt question"
+    assert answers["other question"] == "answer to other question"
+    assert answers["claude question"].startswith("you sent")
+    assert len(answers) == 3
