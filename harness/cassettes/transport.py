@@ -279,10 +279,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 return index
             if self.allow_repeats or self.identical_requests == "shared":
                 recorded = self._replayable.get(key)
-                index = self._last_played.get(key, recorded[-1] if recorded else None)
-                if index is not None:
-                    self._played.add(index)
-                return index
+                again = self._last_played.get(key, recorded[-1] if recorded else None)
+                if again is not None:
+                    self._played.add(again)
+                return again
             return None
 
     def _take_by_value(self, request: AnyRequest) -> int | None:

@@ -129,11 +129,8 @@ def test_a_miss_lists_a_respelling_apart_and_names_arguments_that_hold_other_val
     source = LIBRARY / "wire" / "chat-stream-terminal-text.json"
     cassette = tmp_path / "copy.json"
     cassette.write_bytes(source.read_bytes())
-    recorded = next(
-        i.request.body
-        for i in Cassette.load(cassette).interactions
-        if any(m.get("tool_calls") for m in i.request.body["messages"])
-    )
+    bodies: list[Any] = [i.request.body for i in Cassette.load(cassette).interactions]
+    recorded = next(b for b in bodies if any(m.get("tool_calls") for m in b["messages"]))
     body = respelt_like_the_ai_sdk(recorded)
     turn = next(n for n, m in enumerate(body["messages"]) if m.get("tool_calls"))
     body["messages"][turn]["tool_calls"][0]["function"]["arguments"] = '{"q":"capital of Peru"}'

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from harness.cassettes import Cassette, CassetteTransport, RecordModeError
+from harness.cassettes import Cassette, CassetteTransport, Interaction, RecordModeError
 from harness.cassettes.usage import (
     USAGE_VARIABLE,
     CassetteUsageError,
@@ -55,7 +55,8 @@ def test_ask(model, number, harness_cassette, harness_script, harness_gateway):
 
 def answers(cassette: Path) -> list[str]:
     return sorted(
-        json.dumps(interaction.response.body) for interaction in Cassette.load(cassette).interactions
+        json.dumps(interaction.response.body)
+        for interaction in Cassette.load(cassette).interactions
     )
 
 
@@ -63,10 +64,19 @@ def versions(cassette: Path) -> dict[str, str]:
     """The answer's version per question, from the cassette."""
     found = {}
     for interaction in Cassette.load(cassette).interactions:
-        question = interaction.request.body["messages"][-1]["content"]
-        text = interaction.response.body["choices"][0]["message"]["content"]
+        question = json_of(interaction.request.body)["messages"][-1]["content"]
+        text = json_of(interaction.response.body)["choices"][0]["message"]["content"]
         found[question] = text.rsplit(" ", 1)[1]
     return found
+
+
+def json_of(body: object) -> Any:
+    """A recorded JSON body, as the test reads it."""
+    return body
+
+
+def content(interaction: Interaction) -> Any:
+    return json_of(interaction.request.body)["messages"][0]["content"]
 
 
 @pytest.fixture
@@ -194,10 +204,8 @@ def test_a_transport_logs_what_it_played_and_prune_keeps_exactly_that(
     ) as client:
         client.post(CHAT, json=chat("b"))
     pruned = prune(cassette, read_usage([log]))
-    assert [i.request.body["messages"][0]["content"] for i in pruned.dropped] == ["a", "c"]
-    assert [
-        i.request.body["messages"][0]["content"] for i in Cassette.load(cassette).interactions
-    ] == ["b"]
+    assert [content(i) for i in pruned.dropped] == ["a", "c"]
+    assert [content(i) for i in Cassette.load(cassette).interactions] == ["b"]
 
 
 def test_prune_refuses_a_log_that_never_opened_the_cassette_and_a_log_that_is_not_one(
@@ -254,8 +262,7 @@ def test_within_one_partial_re_recording_a_request_recorded_once_replays_to_late
     assert first == 4
     assert send("b") == first  # the same run replays what it recorded
     contents = {
-        i.request.body["messages"][0]["content"]: i.response.body["n"]
-        for i in Cassette.load(cassette).interactions
+        content(i): json_of(i.response.body)["n"] for i in Cassette.load(cassette).interactions
     }
     assert contents == {"a": 1, "b": 4, "c": 3}
 

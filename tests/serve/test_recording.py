@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,12 +290,11 @@ def test_a_server_re_recording_a_part_of_a_suite_keeps_every_request_its_clients
         ) as server:
             with sync_client("openai", server.cassette_url("suite", "openai")) as client:
                 send_sync(client, asking(CALLS["chat"], "claude question"))
-    answers = {
-        interaction.request.body["messages"][0]["content"]: interaction.response.body["choices"][
-            0
-        ]["message"]["content"]
-        for interaction in Cassette.load(tmp_path / "suite.json").interactions
-    }
+    answers: dict[str, str] = {}
+    for interaction in Cassette.load(tmp_path / "suite.json").interactions:
+        request: Any = interaction.request.body
+        response: Any = interaction.response.body
+        answers[request["messages"][0]["content"]] = response["choices"][0]["message"]["content"]
     assert answers["gpt question"] == "answer to gpt question"
     assert answers["other question"] == "answer to other question"
     assert answers["claude question"].startswith("you sent")
