@@ -257,6 +257,7 @@ def test_the_example_passes_every_cell_it_declares(example: Example, tmp_path: P
     ids=lambda e: e.folder,
 )
 def test_the_mutant_fails_with_the_line_a_user_reads(example: Example, tmp_path: Path) -> None:
+    command(example, EXAMPLES / example.folder)  # installs the packages the copy links to
     target = command(example, mutated_copy(example, tmp_path / example.folder))
 
     completed = harness_run(target, example.mutant_scenarios, tmp_path / "report.json")
