@@ -7,7 +7,7 @@ renumbered per key), and writes the result atomically, so no process loses anoth
 Mode `all` replaces the file with this run's traffic alone. A *run* may span transports and
 processes (`harness.cassettes.recording_run`): the first `all` save of a run replaces what an
 earlier run left, even one of the same name; later `all` saves of the same run (other tests,
-other workers) merge into it. A re-recording of a part of a suite (`replace="requests"`: `-k`,
+other workers) merge into it. A re-recording of a part of a suite (`replace_requests`: `-k`,
 a list of tests) replaces only the requests the run sends: each request it records loses what
 an earlier run recorded for it, and every other interaction is kept.
 
