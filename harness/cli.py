@@ -671,11 +671,12 @@ def serve(
     body_timeout: float,
     log_format: str,
 ) -> None:
-    """Serve OpenAI and Anthropic APIs from cassettes and scripts until interrupted.
+    """Serve OpenAI, Anthropic and Gemini APIs from cassettes and scripts until interrupted.
 
     An SDK's base URL is http://HOST:PORT/c/<cassette>/v1 (OpenAI) or .../c/<cassette>
-    (Anthropic); sessions are opened with POST /_harness/sessions. Record modes forward misses to
-    the provider with this process's OPENAI_API_KEY / ANTHROPIC_API_KEY. GET
+    (Anthropic, google-genai); sessions are opened with POST /_harness/sessions. Record modes
+    forward misses to the provider with this process's OPENAI_API_KEY / ANTHROPIC_API_KEY /
+    GOOGLE_API_KEY or GEMINI_API_KEY. GET
     /_harness/cassettes lists the /c/ cassettes served (?session=<id>: that session's) and what
     was played of each; at exit, the interactions no client played are printed, per cassette.
     """

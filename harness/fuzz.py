@@ -5,8 +5,8 @@ Cells are generated with hypothesis from the property kit's own strategies (`har
 of every kind the target runs. Agent cells: agents with budgets 0..3 or none, 1..3 steps, tools
 (approval granted or denied), skills, workspaces, memory, streaming and reasoning; scripts of
 prose, `max_tokens` cuts, tool calls with cut-off JSON, `__finish__` with siblings (before or
-after it), several calls in one reply, schema-invalid output, provider errors; both providers;
-plus text that is blank to Java, JavaScript and Python alike. Module cells: completion
+after it), several calls in one reply, schema-invalid output, provider errors; every provider
+the target speaks (`hello.providers`); plus text that is blank to Java, JavaScript and Python alike. Module cells: completion
 executions through one module, decision states with a model selection, an ACL, a tool policy
 and scripted replies. Each cell runs on the target and on the reference through the
 `--compare-reference` machinery, and the contract differ (`harness.scenarios.contract`) decides
@@ -574,7 +574,10 @@ def _search(
     searched = _kinds(hello, kinds)
     runtime = _runtime(hello, runtime, searched)
     strategy = fuzz_scenarios(
-        runtime=runtime, providers=providers, features=hello.features, kinds=searched
+        runtime=runtime,
+        providers=_providers(hello, providers),
+        features=hello.features,
+        kinds=searched,
     )
     failures = progress.failures
 
@@ -658,6 +661,20 @@ def _refuse_unwritable(out: Path) -> None:
         raise FuzzOptionError(
             f"cannot write the finding into {str(out)!r}: {str(existing)!r} is not writable"
         )
+
+
+def _providers(hello: TargetHello, providers: Sequence[Provider]) -> tuple[Provider, ...]:
+    """`providers` the target speaks (`hello.providers`; all of them when it names none), so no
+    generated cell is skipped; `FuzzOptionError` when it speaks none of them."""
+    if hello.providers is None:
+        return tuple(providers)
+    spoken = tuple(provider for provider in providers if provider in hello.providers)
+    if not spoken:
+        raise FuzzOptionError(
+            f"expected providers the target speaks ({', '.join(hello.providers)}) but got "
+            f"providers={list(providers)!r}"
+        )
+    return spoken
 
 
 def _kinds(hello: TargetHello, kinds: Sequence[ScenarioKind] | None) -> tuple[ScenarioKind, ...]:

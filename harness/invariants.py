@@ -875,7 +875,7 @@ class AgentCall:
                 body: JsonValue = json.loads(sent.content or b"null")
             except ValueError:
                 raise RequestFormatError(f"request #{number} has a body that is not JSON") from None
-            requests.append(adapter.parse_request(body))
+            requests.append(adapter.parse_request(body, path=sent.url.path))
         return cls(
             requests=tuple(requests), output=output, error=error, replies=len(transport.replies)
         )

@@ -22,15 +22,16 @@ terminal lines (`redact` / `redact_json`), and the run state a store keeps
   `secret(s)`, `password(s)`, `passwd`, `authorization`, `credential(s)`; ending with one covers
   lowercase run-together names: `apikey`, `accesstoken`, `clientsecret`). `tokens` is a count,
   not a credential, so `max_tokens`, `input_tokens`, `cache_creation_input_tokens`,
-  `budget_tokens` ... are kept; so is the `token` of a log-probability entry (an object that
-  also has a `logprob` member: it is model output). Names directly inside a JSON Schema map
+  `budget_tokens` ... are kept, and so is a name whose last word is `count(s)` (`COUNT_WORDS`:
+  Gemini's `promptTokenCount`, `thoughtsTokenCount`); so is the `token` of a log-probability
+  entry (an object that also has a `logprob` member: it is model output). Names directly inside a JSON Schema map
   (`SCHEMA_NAME_MAPS`: `properties`, `$defs`, ... whose values are all schemas) are parameter
   names, not credentials: a tool with a `token` parameter survives. Values below them are still
   scanned.
 - Secret shapes: any substring of any string (header values, the URL path, query and form
   values, JSON strings and member names at any depth, text bodies, binary bodies read byte for
-  byte, every SSE field) matching `SECRET_PATTERNS` (OpenAI and Anthropic keys, bearer tokens,
-  AWS access keys) or a user pattern.
+  byte, every SSE field) matching `SECRET_PATTERNS` (OpenAI, Anthropic and Google API keys,
+  bearer tokens, AWS access keys) or a user pattern.
 - Exact secret values (`Scrubber.secrets`), in all those places too: when recording (and when
   explaining a miss), the values the request itself sent in a credential position above (for
   `authorization` and `proxy-authorization` both `Bearer X` and `X`; each cookie value), the
@@ -140,6 +141,8 @@ SECRET_PATTERNS: Final[Mapping[str, re.Pattern[str]]] = {
     "openai-key": re.compile(r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{16,}"),
     "bearer-token": re.compile(r"(?i)(?<=bearer )[A-Za-z0-9\-._~+/]{8,}=*"),
     "aws-access-key": re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
+    # Gemini's keys (`GEMINI_API_KEY`, `GOOGLE_API_KEY`), sent as `x-goog-api-key` or `?key=`
+    "google-api-key": re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
 }
 
 MAX_JSON_DEPTH: Final = MAX_BODY_DEPTH
@@ -162,13 +165,19 @@ _SCHEME = re.compile(r"\S+\s+(\S.*)")
 
 
 _CREDENTIAL_SUFFIXES: Final = tuple(sorted(CREDENTIAL_WORDS))
+COUNT_WORDS: Final = frozenset({"count", "counts"})
+"""A name whose last word is one of these is a count (`promptTokenCount`), never a credential."""
 
 
 @functools.lru_cache(maxsize=4096)
 def name_is_credential(name: str) -> bool:
     """Whether a JSON member, form field or query parameter name says credential: one of its
-    words is, or ends with, one of `CREDENTIAL_WORDS` (`api_key`, `apiKey`, `apikey`)."""
-    return any(word.lower().endswith(_CREDENTIAL_SUFFIXES) for word in _NAME_WORD.findall(name))
+    words is, or ends with, one of `CREDENTIAL_WORDS` (`api_key`, `apiKey`, `apikey`), and its
+    last word is not one of `COUNT_WORDS` (`promptTokenCount` counts tokens)."""
+    words = _NAME_WORD.findall(name)
+    if words and words[-1].lower() in COUNT_WORDS:
+        return False
+    return any(word.lower().endswith(_CREDENTIAL_SUFFIXES) for word in words)
 
 
 def member_is_credential(name: str, parent: Mapping[str, Any]) -> bool:

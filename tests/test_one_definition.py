@@ -100,7 +100,8 @@ def test_each_enumeration_is_written_out_once(name: str) -> None:
 
 
 def test_the_scan_finds_a_copy() -> None:
-    tree = ast.parse('A = Literal["openai", "anthropic"]\nB = ("x", "openai", "anthropic")')
+    names = ", ".join(f'"{name}"' for name in PROVIDERS)
+    tree = ast.parse(f'A = Literal[{names}]\nB = ("x", {names})')
     found = [strings for _, strings in _listed_strings(tree) if set(PROVIDERS) <= strings]
     assert len(found) == 2
 

@@ -1,7 +1,7 @@
-"""One home per provider: each built-in `ProviderSpec` holds the facts the code used to spell out
-in tables, and a third provider registered in one place (`ACME`, an OpenAI-compatible API at its
-own path, with its own key header and variables) is accepted by the cassettes, the gateway and
-the replay server alike.
+"""One home per provider: each built-in `ProviderSpec` (OpenAI, Anthropic, Gemini) holds the
+facts the code used to spell out in tables, and a provider registered in one place (`ACME`, an
+OpenAI-compatible API at its own path, with its own key header and variables) is accepted by the
+cassettes, the gateway and the replay server alike.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from harness.providers import (
     ANTHROPIC,
     ANTHROPIC_VERSION,
     BUILT_IN,
+    GEMINI,
     OPENAI,
     PROVIDERS,
     Endpoint,
@@ -79,7 +80,7 @@ ACME: Final = ProviderSpec(
     default_model="acme-1",
     tool_models=("acme-1",),
 )
-"""The third provider, registered for a test by the `acme` fixture and nowhere else."""
+"""A provider registered at run time, for a test, by the `acme` fixture and nowhere else."""
 ACME_KEY: Final = "acme-SERVERkeyCANARY-0123456789"
 ACME_PATH: Final = "/acme/v1/chat/completions"
 
@@ -94,9 +95,9 @@ def acme() -> Iterator[ProviderSpec]:
 
 
 def test_the_built_in_specs_are_the_provider_literal_in_order() -> None:
-    assert tuple(BUILT_IN) == PROVIDERS == ("openai", "anthropic")
+    assert tuple(BUILT_IN) == PROVIDERS == ("openai", "anthropic", "gemini")
     assert [spec.name for spec in BUILT_IN.values()] == list(PROVIDERS)
-    assert provider_names()[:2] == PROVIDERS
+    assert provider_names()[:3] == PROVIDERS
 
 
 def test_openais_spec() -> None:
@@ -152,31 +153,122 @@ def test_anthropics_spec() -> None:
     assert ANTHROPIC.thinking_counts_toward_max_tokens
 
 
+def test_geminis_spec() -> None:
+    assert GEMINI.adapter == "harness.llm.gemini"
+    assert GEMINI.endpoints == (
+        Endpoint(
+            "/v1beta/models/{model}:generateContent", "generate_content", other_versions=("/v1",)
+        ),
+        Endpoint(
+            "/v1beta/models/{model}:streamGenerateContent",
+            "generate_content",
+            streams=True,
+            query="alt=sse",
+            other_versions=("/v1",),
+        ),
+    )
+    # the model is in the path; a streamed request goes to its own path, as events
+    assert GEMINI.request_target("gemini-2.5-flash", stream=False) == (
+        "/v1beta/models/gemini-2.5-flash:generateContent"
+    )
+    assert GEMINI.request_target("models/gemini-2.5-flash", stream=True) == (
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    )
+    assert GEMINI.sdk_base_url("http://h/c/x") == "http://h/c/x"  # google-genai adds the version
+    assert GEMINI.auth_headers("k") == {"x-goog-api-key": "k"}
+    assert (GEMINI.api_key_variable, GEMINI.base_url_variable) == (
+        "GEMINI_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+    )
+    assert GEMINI.default_base_url == "https://generativelanguage.googleapis.com"
+    assert (GEMINI.volatile_fields, GEMINI.keyed_headers, dict(GEMINI.version_headers)) == (
+        (),
+        frozenset(),
+        {},
+    )
+    assert (GEMINI.default_model, GEMINI.tool_models) == (
+        "gemini-2.5-flash",
+        ("gemini-2.5-flash", "gemini-2.5-flash-lite"),
+    )
+    assert GEMINI.tool_input_is_object
+    assert GEMINI.tool_input_streams_whole
+    assert GEMINI.thinking_counts_toward_max_tokens
+
+
+@pytest.mark.parametrize(
+    ("environ", "key"),
+    [
+        ({"GEMINI_API_KEY": "gemini-key"}, "gemini-key"),
+        ({"GOOGLE_API_KEY": "google-key"}, "google-key"),
+        # google-genai uses GOOGLE_API_KEY when both are set, and so does the harness
+        ({"GEMINI_API_KEY": "gemini-key", "GOOGLE_API_KEY": "google-key"}, "google-key"),
+        ({"GEMINI_API_KEY": "gemini-key", "GOOGLE_API_KEY": ""}, "gemini-key"),
+        ({}, None),
+    ],
+)
+def test_the_gemini_key_is_read_as_google_genai_reads_it(
+    environ: dict[str, str], key: str | None
+) -> None:
+    assert GatewayConfig.from_environment("gemini", environ).api_key == key
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://proxy.test",
+        "https://proxy.test/",
+        "https://proxy.test/v1beta",
+        "https://proxy.test/v1beta/",
+        "https://proxy.test/v1",
+    ],
+)
+def test_a_gemini_base_url_loses_its_version(base_url: str) -> None:
+    config = GatewayConfig.from_environment("gemini", {"GOOGLE_GEMINI_BASE_URL": base_url})
+    assert config.base_url == "https://proxy.test"
+
+
 def test_the_tables_derived_from_the_specs_are_the_ones_written_out_before() -> None:
     assert DEFAULT_BASE_URLS == {
         "openai": "https://api.openai.com",
         "anthropic": "https://api.anthropic.com",
+        "gemini": "https://generativelanguage.googleapis.com",
     }
-    assert API_KEY_VARIABLES == {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-    assert BASE_URL_VARIABLES == {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+    assert API_KEY_VARIABLES == {
+        "openai": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+        "gemini": "GEMINI_API_KEY",
+    }
+    assert BASE_URL_VARIABLES == {
+        "openai": "OPENAI_BASE_URL",
+        "anthropic": "ANTHROPIC_BASE_URL",
+        "gemini": "GOOGLE_GEMINI_BASE_URL",
+    }
     assert ENDPOINTS == {
         "/v1/chat/completions": "openai",
         "/v1/responses": "openai",
         "/v1/messages": "anthropic",
+        "/v1beta/models/{model}:generateContent": "gemini",
+        "/v1beta/models/{model}:streamGenerateContent": "gemini",
     }
-    assert list(ENDPOINTS) == ["/v1/chat/completions", "/v1/responses", "/v1/messages"]
+    assert list(ENDPOINTS)[:3] == ["/v1/chat/completions", "/v1/responses", "/v1/messages"]
     assert dict(DEFAULT_VOLATILE_FIELDS) == {
         "openai": ("/user", "/safety_identifier", "/prompt_cache_key", "/metadata"),
         "anthropic": ("/metadata/user_id",),
+        "gemini": (),
     }
     keyed = {"anthropic-version", "anthropic-beta", "openai-beta", "openai-version", "api-version"}
     assert KEYED_HEADERS == keyed == keyed_header_names()
     assert {"content-type", "accept", "user-agent", *keyed} == FORWARDED_HEADERS
-    assert PLACEHOLDER_KEYS == ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-    assert MODELS == {"openai": ("gpt-4o-mini", "gpt-4.1"), "anthropic": ("claude-sonnet-4-5",)}
-    assert (default_model("openai"), default_model("anthropic")) == (
+    assert PLACEHOLDER_KEYS == ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+    assert MODELS == {
+        "openai": ("gpt-4o-mini", "gpt-4.1"),
+        "anthropic": ("claude-sonnet-4-5",),
+        "gemini": ("gemini-2.5-flash", "gemini-2.5-flash-lite"),
+    }
+    assert (default_model("openai"), default_model("anthropic"), default_model("gemini")) == (
         "gpt-4o-mini",
         "claude-sonnet-4-5",
+        "gemini-2.5-flash",
     )
 
 
@@ -190,6 +282,10 @@ def test_the_tables_derived_from_the_specs_are_the_ones_written_out_before() -> 
         ("/v1/embeddings", "openai"),
         ("/v1/messages", "anthropic"),
         ("/v1/messages/count_tokens", "anthropic"),
+        ("/v1beta/models/gemini-2.5-flash:generateContent", "gemini"),
+        ("/v1/models/gemini-2.5-flash:streamGenerateContent", "gemini"),
+        ("/v1beta/models/gemini-2.5-flash:countTokens", "gemini"),
+        ("/v1beta/models/text-embedding-004:embedContent", "gemini"),
         ("/v1/models", None),
         ("/", None),
     ],
@@ -198,13 +294,17 @@ def test_a_path_is_detected_as_before(path: str, provider: str | None) -> None:
     assert detect_provider(path) == provider
 
 
-def test_each_spec_names_an_adapter_that_speaks_its_gateway_endpoint() -> None:
-    request = LlmRequest(model="m", messages=(UserMessage(content="hi"),))
+@pytest.mark.parametrize("stream", [False, True])
+def test_each_spec_names_an_adapter_that_speaks_its_gateway_endpoint(stream: bool) -> None:
+    request = LlmRequest(model="m", messages=(UserMessage(content="hi"),), stream=stream)
     for name, spec in BUILT_IN.items():
         adapter = adapter_for(name)
         assert adapter.__name__ == spec.adapter  # type: ignore[attr-defined]  # a module
-        assert sys.modules[spec.adapter].request_path(request) == spec.request_path
+        target = spec.request_target("m", stream=stream)
+        assert sys.modules[spec.adapter].request_path(request) == target
         assert sys.modules[spec.adapter].request_headers() == dict(spec.version_headers)
+        assert spec.endpoint_at(target.partition("?")[0]) is not None
+    assert OPENAI.request_target("m", stream=True) == OPENAI.request_path  # the body says stream
 
 
 @pytest.mark.parametrize("base_url", ["http://up", "http://up/", "http://up/v1", "http://up/v1/"])
@@ -241,7 +341,7 @@ def test_registering_refuses_a_taken_name_endpoint_or_path_and_keeps_the_built_i
     with pytest.raises(ValueError, match="name='openai', a built-in one"):
         unregister_provider("openai")
     with pytest.raises(
-        ValueError, match="expected one of openai, anthropic but got provider='acme'"
+        ValueError, match="expected one of openai, anthropic, gemini but got provider='acme'"
     ):
         unregister_provider("acme")
     assert provider_names() == PROVIDERS
@@ -435,6 +535,6 @@ def test_reading_provider_facts_loads_no_adapter() -> None:
     )
     assert output.stdout.splitlines() == [
         "['harness', 'harness.lazy', 'harness.providers', 'harness.providers.anthropic', "
-        "'harness.providers.openai', 'harness.providers.spec']",
+        "'harness.providers.gemini', 'harness.providers.openai', 'harness.providers.spec']",
         "[]",
     ]

@@ -1,18 +1,19 @@
 """The adapter contract and the dispatch: `adapter_for(provider)`.
 
 An adapter is a module with ten functions (`ProviderAdapter`): render the exact wire JSON of a
-neutral `LlmRequest`, and parse a JSON reply, a stream of server-sent events, or an error answer
-into neutral values; say what a model accepts on its wire (`model_capabilities`, from its table
-of model rules); and, the other way round, read a
+neutral `LlmRequest` (the path it goes to is `request_path`'s), and parse a JSON reply, a stream
+of server-sent events, or an error answer into neutral values; say what a model accepts on its
+wire (`model_capabilities`, from its table of model rules); and, the other way round, read a
 request body back into a neutral `LlmRequest` (`parse_request`, for code that receives requests
-it did not build, such as an agent written on a provider SDK, and `forced_tool`, which tells a
-forced call from a work call by its tool choice alone), render a neutral `LlmResponse` as
-the provider's JSON reply or event stream and an error as the provider's error body, so a
-scripted reply goes through the same parser as a recorded one.
-`harness.llm.openai` (Chat Completions) and `harness.llm.anthropic` (Messages) are the two
+it did not build, such as an agent written on a provider SDK, given the path the body was sent
+to, where Gemini names the model and whether it streams; and `forced_tool`, which tells a forced
+call from a work call by its tool choice alone), render a neutral `LlmResponse` as the
+provider's JSON reply or event stream and an error as the provider's error body, so a scripted
+reply goes through the same parser as a recorded one. `harness.llm.openai` (Chat Completions),
+`harness.llm.anthropic` (Messages) and `harness.llm.gemini` (Gemini `generateContent`) are the
 implementations; a gateway holds one of them and never branches on the provider. A provider's
 other endpoints get their replies rendered by the renderer of their own wire
-(`reply_renderer`): OpenAI's `/v1/responses` by `harness.llm.openai_responses`. What both share
+(`reply_renderer`): OpenAI's `/v1/responses` by `harness.llm.openai_responses`. What they share
 lives in `harness.llm._wire`. Where a request goes and with which headers is the provider's
 (`ProviderSpec`), not the adapter's: a provider that reuses an adapter (an OpenAI-compatible API
 at its own path) keeps its own. Which adapter a provider speaks is `ProviderSpec.adapter`.
@@ -52,7 +53,7 @@ class ProviderAdapter(Protocol):
 
     def render_request(self, request: LlmRequest) -> dict[str, JsonValue]: ...
 
-    def parse_request(self, body: JsonValue) -> LlmRequest: ...
+    def parse_request(self, body: JsonValue, *, path: str | None = None) -> LlmRequest: ...
 
     def forced_tool(self, body: JsonValue) -> str | None: ...
 
@@ -95,6 +96,7 @@ WIRE_RENDERERS: Final[Mapping[Wire, str]] = MappingProxyType(
         "chat_completions": "harness.llm.openai",
         "responses": "harness.llm.openai_responses",
         "messages": "harness.llm.anthropic",
+        "generate_content": "harness.llm.gemini",
     }
 )
 """The module that renders replies in each wire the harness speaks."""
@@ -120,7 +122,7 @@ def reply_renderer(spec: ProviderSpec, wire: Wire) -> ReplyRenderer:
 
 
 if TYPE_CHECKING:  # mypy checks that the modules implement the protocols
-    from harness.llm import anthropic, openai, openai_responses
+    from harness.llm import anthropic, gemini, openai, openai_responses
 
-    _IMPLEMENTATIONS: tuple[ProviderAdapter, ...] = (openai, anthropic)
-    _RENDERERS: tuple[ReplyRenderer, ...] = (openai, anthropic, openai_responses)
+    _IMPLEMENTATIONS: tuple[ProviderAdapter, ...] = (openai, anthropic, gemini)
+    _RENDERERS: tuple[ReplyRenderer, ...] = (openai, anthropic, gemini, openai_responses)

@@ -335,8 +335,9 @@ def effort_for_budget(budget_tokens: int) -> Effort:
     return fitting[-1] if fitting else "minimal"
 
 
-def parse_request(body: JsonValue) -> LlmRequest:
-    """The neutral request a Messages body asks for: the inverse of `render_request`.
+def parse_request(body: JsonValue, *, path: str | None = None) -> LlmRequest:
+    """The neutral request a Messages body asks for: the inverse of `render_request`. The body
+    names everything (`path`, where it was sent, is not read).
 
     `parse_request(render_request(r))` equals `r` except for what the wire cannot carry: the
     system fragments come back as one fragment named `FRAGMENT_WIRE` holding their joined text;

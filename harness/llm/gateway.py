@@ -88,7 +88,8 @@ class GatewayConfig:
         cls, provider: str, environ: Mapping[str, str] | None = None
     ) -> GatewayConfig:
         """Read the provider's key and base URL variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`;
-        `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`; see `ProviderSpec`), else its default base URL.
+        `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`; `GOOGLE_API_KEY` else `GEMINI_API_KEY`, and
+        `GOOGLE_GEMINI_BASE_URL`; see `ProviderSpec`), else its default base URL.
 
         A base URL variable may include the suffix the official SDKs use (`/v1`); it is removed,
         since the endpoints' paths include it.
@@ -222,7 +223,7 @@ class LlmGateway:
         body = json.dumps(
             self.adapter.render_request(request), ensure_ascii=False, separators=(",", ":")
         ).encode("utf-8")
-        path = self.spec.request_path
+        path = self.spec.request_target(request.model, stream=request.stream)
         try:
             if request.stream:
                 with self._client.stream("POST", path, content=body) as response:

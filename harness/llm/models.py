@@ -60,9 +60,12 @@ class AssistantMessage(WireModel):
     text: str | None = None
     tool_calls: tuple[LlmToolCall, ...] = ()
     reasoning_blocks: tuple[dict[str, JsonValue], ...] = ()
-    """The reply's provider reasoning blocks, sent back unchanged before its text and calls
-    while reasoning is on (Anthropic `thinking` / `redacted_thinking` with their signatures,
-    which Messages requires before a `tool_use` it continues). The harness never reads them."""
+    """The reply's provider reasoning blocks, sent back unchanged: Anthropic `thinking` /
+    `redacted_thinking` with their signatures, before its text and calls while reasoning is on
+    (Messages requires them before a `tool_use` it continues); Gemini's content of a turn that
+    carries thinking, whole, in place of its text and calls whatever the reasoning (Gemini 3
+    refuses a function call sent back without its `thoughtSignature`). The harness never reads
+    them."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
 
 

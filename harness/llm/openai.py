@@ -269,8 +269,9 @@ _EFFORTS: Final = ("none", *get_args(Effort))  # "none" turns reasoning off
 _FORMATS: Final = ("text", "json_object", "json_schema")
 
 
-def parse_request(body: JsonValue) -> LlmRequest:
+def parse_request(body: JsonValue, *, path: str | None = None) -> LlmRequest:
     """The neutral request a Chat Completions body asks for: the inverse of `render_request`.
+    The body names everything (`path`, where it was sent, is not read).
 
     A body with `input` and no `messages` is read as a Responses request (`instructions`,
     `input`, `tools`, `tool_choice`, `max_output_tokens`, `temperature`, `top_p`,

@@ -5,8 +5,10 @@ calls (optionally with text), or a provider error. `ScriptTransport` is an `http
 (answering `httpx` 0.28 clients too; `HttpxScriptTransport` is typed as one) that answers each
 request with the next reply rendered in the wire of the endpoint it was sent to (a plain JSON
 body, or an SSE stream when the request asked to stream): Chat Completions at
-`/v1/chat/completions`, the Responses wire at `/v1/responses`, Messages at `/v1/messages`. So a
-scripted run parses the same bytes a recorded cassette would. It is not a second code path.
+`/v1/chat/completions`, the Responses wire at `/v1/responses`, Messages at `/v1/messages`,
+Gemini at `/v1beta/models/<model>:generateContent` (streamed at `:streamGenerateContent`, as
+server-sent events with `?alt=sse`, else as one JSON array, as Gemini does). So a scripted run
+parses the same bytes a recorded cassette would. It is not a second code path.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from typing import TYPE_CHECKING, Any, Final, overload
+from urllib.parse import parse_qsl
 
 import httpx2
 from pydantic import Field, JsonValue, NonNegativeInt, model_validator
@@ -31,7 +34,8 @@ from harness.llm.adapters import ReplyRenderer, RequestFormatError, adapter_for,
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
 from harness.protocol.outcome import AnyStopKind, EndTurn, LimitReached, OtherStop, ToolUse
-from harness.providers import Provider, ProviderSpec, detect_spec, find_provider
+from harness.providers import Endpoint, Provider, ProviderSpec, detect_spec, find_provider
+from harness.sse import parse_sse
 
 if TYPE_CHECKING:
     import httpx
@@ -142,8 +146,10 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.provider = provider
         self.adapter = adapter_for(provider)
         spec = find_provider(provider)
-        # a non-streamed reply cannot carry cut-off tool input where input is always an object
+        # a non-streamed reply cannot carry cut-off tool input where input is always an object,
+        # nor a streamed one where calls stream whole
         self._objects_only = spec is not None and spec.tool_input_is_object
+        self._whole_calls = spec is not None and spec.tool_input_streams_whole
         self.replies = list(replies)
         self.position = start
         self.requests: list[AnyRequest] = []
@@ -200,7 +206,12 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.position += 1
         reply = self.replies[position]
         body = _json_object(request.content, self.provider)
-        model = str(body.get("model", "scripted-model"))
+        endpoint = None if spoken is None else spoken.endpoint_at(path)
+        # an API that names the model in its path, and streams by path (Gemini), says so there
+        model = (endpoint.model_in(path) if endpoint is not None else None) or str(
+            body.get("model", "scripted-model")
+        )
+        streamed = (endpoint is not None and endpoint.streams) or bool(body.get("stream"))
         if reply.error is not None:
             error = reply.error.body
             if error is None:
@@ -214,10 +225,16 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             )
         response = reply.to_response(position)
         response_id = f"scripted-{position + 1}"
-        if self._objects_only and not body.get("stream"):
+        if self._objects_only and (not streamed or self._whole_calls):
             response = _objects_only(response)
-        if body.get("stream"):
+        if streamed:
             events = renderer.render_stream(response, model=model, response_id=response_id)
+            if endpoint is not None and not _asks_for(request, endpoint):
+                return library.response(
+                    200,
+                    headers=[("content-type", "application/json")],
+                    content=_json_array(events).encode("utf-8"),
+                )
             return library.response(
                 200,
                 headers=[("content-type", "text/event-stream")],
@@ -240,6 +257,20 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             return self.adapter
         endpoint = spoken.endpoint_at(path)
         return None if endpoint is None else reply_renderer(spoken, endpoint.wire)
+
+
+def _asks_for(request: AnyRequest, endpoint: Endpoint) -> bool:
+    """Whether `request` carries the query the endpoint streams events with (`alt=sse`)."""
+    wanted = parse_qsl(endpoint.query)
+    sent = list(request.url.params.multi_items())
+    return all(pair in sent for pair in wanted)
+
+
+def _json_array(events: list[str]) -> str:
+    """A stream's chunks as the one JSON array an API that streams by path answers with when the
+    query does not ask for events (Gemini without `alt=sse`)."""
+    data = [event.data for event in parse_sse("".join(events)) if event.data is not None]
+    return "[" + ",\r\n".join(data) + "]"
 
 
 def _endpoint_list(spec: ProviderSpec) -> str:

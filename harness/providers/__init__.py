@@ -2,10 +2,10 @@
 everything else asks.
 
 Each provider is one module of pure data here (`harness.providers.openai`,
-`harness.providers.anthropic`), not in its wire adapter (`harness.llm.openai`): the cassettes,
-the replay server and the command line need a provider's facts (paths, headers, variables)
-without loading its adapter, `harness.cassettes` may not import `harness.llm` at all, and a
-run on one provider loads nothing of the other's adapter. So the specs sit in this leaf, which
+`harness.providers.anthropic`, `harness.providers.gemini`), not in its wire adapter
+(`harness.llm.openai`): the cassettes, the replay server and the command line need a provider's
+facts (paths, headers, variables) without loading its adapter, `harness.cassettes` may not
+import `harness.llm` at all, and a run on one provider loads nothing of the others' adapters. So the specs sit in this leaf, which
 imports nothing of ours, and each names its adapter's module path for `harness.llm` to import
 on first use.
 
@@ -26,14 +26,16 @@ from types import MappingProxyType
 from typing import Final, Literal, cast, get_args
 
 from harness.providers.anthropic import ANTHROPIC, ANTHROPIC_VERSION
+from harness.providers.gemini import GEMINI
 from harness.providers.openai import OPENAI
 from harness.providers.spec import Endpoint, ProviderSpec, Wire
 
-Provider = Literal["openai", "anthropic"]
-"""OpenAI Chat Completions (and OpenAI-compatible APIs) and Anthropic Messages."""
+Provider = Literal["openai", "anthropic", "gemini"]
+"""OpenAI Chat Completions (and OpenAI-compatible APIs), Anthropic Messages and Google Gemini
+`generateContent`."""
 PROVIDERS: Final[tuple[Provider, ...]] = get_args(Provider)
 BUILT_IN: Final[Mapping[Provider, ProviderSpec]] = MappingProxyType(
-    dict(zip(PROVIDERS, (OPENAI, ANTHROPIC), strict=True))
+    dict(zip(PROVIDERS, (OPENAI, ANTHROPIC, GEMINI), strict=True))
 )
 """The built-in providers' specs by name, in the order of `PROVIDERS`: where a table keyed by
 `Provider` (`harness.llm.gateway.DEFAULT_BASE_URLS`) is derived from."""
@@ -208,6 +210,7 @@ __all__ = [
     "ANTHROPIC",
     "ANTHROPIC_VERSION",
     "BUILT_IN",
+    "GEMINI",
     "OPENAI",
     "PROVIDERS",
     "Endpoint",

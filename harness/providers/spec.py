@@ -9,14 +9,16 @@ nothing of ours, so reading a spec loads no adapter, no pydantic, no HTTP client
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
+from urllib.parse import quote, unquote
 
-Wire = Literal["chat_completions", "responses", "messages"]
+Wire = Literal["chat_completions", "responses", "messages", "generate_content"]
 """The wire formats the harness speaks: OpenAI Chat Completions and Responses, Anthropic
-Messages."""
+Messages, Google Gemini `generateContent`."""
 
 GENERIC_VERSION_SUFFIX = "/v1"
 """Removed from the end of a configured base URL when the SDK suffix is not there: users add
@@ -25,6 +27,27 @@ GENERIC_VERSION_SUFFIX = "/v1"
 
 DEPLOYMENT_PLACEHOLDER = "{deployment}"
 """Stands for one path segment, the deployment's name, in `Endpoint.deployment_paths`."""
+
+MODEL_PLACEHOLDER = "{model}"
+"""Stands for one path segment, the model's name, in the `Endpoint.path` of an API that names
+the model in its path rather than in its body (Gemini's
+`/v1beta/models/{model}:generateContent`)."""
+
+PLACEHOLDER_SEGMENT = r"[^/]+"
+"""What a placeholder matches in a request path: one segment (`.` and `..` are refused by the
+server after matching)."""
+
+_VERSION = re.compile(r"/v[0-9]+(?:(?:alpha|beta)[0-9]*)?(?=/)")
+"""A version segment at the start of an endpoint's path: `/v1`, `/v1beta`, `/v1alpha2`."""
+
+
+def path_pattern(template: str) -> str:
+    """A regular expression (unanchored) of the request paths `template` stands for: its text as
+    written, each placeholder (`{model}`, `{deployment}`) one path segment."""
+    parts = re.split(r"(\{model\}|\{deployment\})", template)
+    return "".join(
+        PLACEHOLDER_SEGMENT if index % 2 else re.escape(part) for index, part in enumerate(parts)
+    )
 
 
 @dataclass(frozen=True)
@@ -36,20 +59,91 @@ class Endpoint:
     host spells it (Azure OpenAI's `/openai/deployments/{deployment}/chat/completions`), with
     `DEPLOYMENT_PLACEHOLDER` for the deployment's name. `harness serve` serves them too, and
     keys, replays and records such a request at the path it came to, as a client's own transport
-    does in process: a deployment's cassette holds its deployment paths and `api-version`."""
+    does in process: a deployment's cassette holds its deployment paths and `api-version`.
+
+    A `path` with `MODEL_PLACEHOLDER` names the model (Gemini's
+    `/v1beta/models/{model}:generateContent`): such a request is keyed at its path, the model's
+    name in it (`path_for`)."""
 
     path: str
     wire: Wire
     deployment_paths: tuple[str, ...] = ()
+    streams: bool = False
+    """Whether every request to it streams its reply, whatever its body says: an API that
+    streams by path (Gemini's `:streamGenerateContent`) rather than by a `stream` member."""
+    query: str = ""
+    """The query the harness's gateway sends with it (`alt=sse`: Gemini's stream as server-sent
+    events rather than one JSON array)."""
+    other_versions: tuple[str, ...] = ()
+    """Other version segments the same API is served at (`/v1` for Gemini's `/v1beta`, whose
+    API holds all of `v1`'s): a request there is the same request, keyed, replayed and recorded
+    at the endpoint's own path, so one cassette serves an SDK of either version."""
+
+    @property
+    def version(self) -> str:
+        """The version segment the path starts with (`/v1`, `/v1beta`), or "" when it has none."""
+        found = _VERSION.match(self.path)
+        return found.group() if found else ""
 
     @property
     def unversioned_path(self) -> str:
         """The path without its version (`/messages` for `/v1/messages`): what a client sends
-        when its base URL already ends in the version, as the AI SDK's Anthropic provider's
-        does. The path itself when it has no version."""
-        if self.path.startswith(GENERIC_VERSION_SUFFIX + "/"):
-            return self.path.removeprefix(GENERIC_VERSION_SUFFIX)
-        return self.path
+        when its base URL already ends in the version, as the AI SDK's Anthropic and Google
+        providers' do. The path itself when it has no version."""
+        return self.path.removeprefix(self.version)
+
+    @property
+    def other_version_paths(self) -> tuple[str, ...]:
+        """The path at each of `other_versions` (`/v1/models/{model}:generateContent`)."""
+        return tuple(version + self.unversioned_path for version in self.other_versions)
+
+    @property
+    def names_model(self) -> bool:
+        """Whether the path names the model (`MODEL_PLACEHOLDER`): a request is then keyed,
+        replayed and recorded at the path it came to, the model's name in it."""
+        return MODEL_PLACEHOLDER in self.path
+
+    def path_for(self, model: str) -> str:
+        """The path a request for `model` goes to: the endpoint's path, its model placeholder (if
+        any) filled with the name, percent-encoded. A name given with the collection the path
+        already holds (`models/gemini-2.5-flash`, as google-genai accepts it) is not doubled."""
+        if not self.names_model:
+            return self.path
+        before = self.path.partition(MODEL_PLACEHOLDER)[0]
+        collection = before.rstrip("/").rsplit("/", 1)[-1] + "/"
+        return self.path.replace(MODEL_PLACEHOLDER, quote(model.removeprefix(collection), safe=""))
+
+    def ends(self, path: str) -> bool:
+        """Whether a request `path` calls this endpoint, told by its ending: the path after the
+        version, each placeholder one segment."""
+        return self._ending().search(path) is not None
+
+    def model_in(self, path: str) -> str | None:
+        """The model a request `path` ending in this endpoint names (decoded), or None when the
+        endpoint names no model or the path does not end in it."""
+        if not self.names_model:
+            return None
+        found = self._ending().search(path)
+        return unquote(found.group("model")) if found is not None else None
+
+    def _ending(self) -> re.Pattern[str]:
+        return _ending_pattern(self.unversioned_path)
+
+
+_ENDINGS: dict[str, re.Pattern[str]] = {}
+
+
+def _ending_pattern(template: str) -> re.Pattern[str]:
+    """`template` as a pattern anchored at the end of a path, the model's segment a named group;
+    compiled once per template."""
+    compiled = _ENDINGS.get(template)
+    if compiled is None:
+        before, placeholder, after = template.partition(MODEL_PLACEHOLDER)
+        regex = path_pattern(before) + (
+            f"(?P<model>{PLACEHOLDER_SEGMENT})" + path_pattern(after) if placeholder else ""
+        )
+        compiled = _ENDINGS.setdefault(template, re.compile(regex + "$"))
+    return compiled
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,11 +176,12 @@ class ProviderSpec:
     holds the same values (`harness.cassettes.key.equivalent_request_key`).
 
     `tool_input_is_object` says a tool call's input is always a JSON object on this wire (a
-    non-streamed reply cannot carry cut-off arguments); `thinking_counts_toward_max_tokens` that
-    a reasoning budget must fit under `max_tokens`. What each model accepts (tools, reasoning,
-    `max_completion_tokens`) is not here but in the table of the wire adapter the spec names
-    (`model_capabilities`): it is a fact of the models a wire serves, written in the LLM layer's
-    types, and a provider that reuses an adapter gets it.
+    non-streamed reply cannot carry cut-off arguments), `tool_input_streams_whole` that a
+    streamed one cannot either (each call arrives whole, as on Gemini);
+    `thinking_counts_toward_max_tokens` that a reasoning budget is spent out of `max_tokens`.
+    What each model accepts (tools, reasoning, `max_completion_tokens`) is not here but in the
+    table of the wire adapter the spec names (`model_capabilities`): it is a fact of the models a
+    wire serves, written in the LLM layer's types, and a provider that reuses an adapter gets it.
     """
 
     name: str
@@ -98,6 +193,9 @@ class ProviderSpec:
     default_base_url: str
     api_key_variable: str
     base_url_variable: str
+    preferred_api_key_variables: tuple[str, ...] = ()
+    """Variables read before `api_key_variable`, in order, as the provider's SDK reads them
+    (google-genai reads `GOOGLE_API_KEY` before `GEMINI_API_KEY`)."""
     auth_header: str
     auth_scheme: str = ""
     """What comes before the key in `auth_header` (`"Bearer "`), or nothing."""
@@ -111,6 +209,7 @@ class ProviderSpec:
     json_text_fields: tuple[str, ...] = ()
     text_block_fields: tuple[str, ...] = ()
     tool_input_is_object: bool = False
+    tool_input_streams_whole: bool = False
     thinking_counts_toward_max_tokens: bool = False
 
     def __post_init__(self) -> None:
@@ -131,14 +230,32 @@ class ProviderSpec:
         in none of them (`/v1/embeddings`, `/v1/messages/count_tokens`): an API of this
         provider that the harness does not speak."""
         for endpoint in sorted(self.endpoints, key=lambda served: -len(served.path)):
-            if path.endswith(endpoint.unversioned_path):
+            if endpoint.ends(path):
                 return endpoint
         return None
 
     @property
     def request_path(self) -> str:
-        """The path the harness's own gateway sends a request to."""
+        """The path the harness's own gateway sends a request to (with `MODEL_PLACEHOLDER` where
+        the API names the model in its path: `request_target` fills it in)."""
         return self.endpoints[0].path
+
+    def request_target(self, model: str, *, stream: bool) -> str:
+        """The path and query the harness's own gateway sends a request for `model` to: the first
+        endpoint's, or for a streamed request on an API that streams by path, the first endpoint
+        of the same wire that `streams` (Gemini's `:streamGenerateContent?alt=sse`)."""
+        endpoint = self.endpoints[0]
+        if stream:
+            endpoint = next(
+                (
+                    served
+                    for served in self.endpoints
+                    if served.streams and served.wire == endpoint.wire
+                ),
+                endpoint,
+            )
+        path = endpoint.path_for(model)
+        return f"{path}?{endpoint.query}" if endpoint.query else path
 
     def auth_headers(self, key: str) -> dict[str, str]:
         """The header that carries `key` (`authorization: Bearer KEY`, `x-api-key: KEY`)."""
@@ -153,7 +270,12 @@ class ProviderSpec:
         """`base_url` as configured (with or without the SDK's suffix, trailing slashes
         allowed) reduced to the root the endpoints' paths are appended to."""
         trimmed = base_url.rstrip("/")
-        for suffix in (self.sdk_base_suffix, GENERIC_VERSION_SUFFIX):
+        versions = (
+            version
+            for endpoint in self.endpoints
+            for version in (endpoint.version, *endpoint.other_versions)
+        )
+        for suffix in (self.sdk_base_suffix, GENERIC_VERSION_SUFFIX, *versions):
             if suffix and trimmed.endswith(suffix):
                 return trimmed.removesuffix(suffix)
         return trimmed
@@ -163,5 +285,9 @@ class ProviderSpec:
         return self.server_root(environ.get(self.base_url_variable) or self.default_base_url)
 
     def api_key(self, environ: Mapping[str, str]) -> str | None:
-        """The key `api_key_variable` holds in `environ`, or None when unset or empty."""
-        return environ.get(self.api_key_variable) or None
+        """The key in `environ`: the first of `preferred_api_key_variables` and then
+        `api_key_variable` that is set and not empty, else None."""
+        for variable in (*self.preferred_api_key_variables, self.api_key_variable):
+            if environ.get(variable):
+                return environ[variable]
+        return None

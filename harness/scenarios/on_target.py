@@ -429,6 +429,12 @@ def _unsupported(hello: TargetHello, cell: Cell) -> str | None:
         return f"the target does not run {scenario.kind} scenarios (hello.kinds)"
     if scenario.kind == "agent" and cell.runtime not in hello.runtimes:
         return f"the target does not declare the {cell.runtime} runtime profile (hello.runtimes)"
+    if (
+        scenario.kind == "agent"
+        and hello.providers is not None
+        and scenario.provider not in hello.providers
+    ):
+        return f"the target does not speak the {scenario.provider} API (hello.providers)"
     missing = [feature for feature in _needs(scenario) if feature not in hello.features]
     if missing:
         return f"the target does not declare the feature(s) {', '.join(missing)} (hello.features)"
@@ -475,10 +481,11 @@ class _Call:
     kind: str
     provider: Provider
     body: dict[str, Any]
+    path: str | None = None
 
     @cached_property
     def request(self) -> LlmRequest:
-        return adapter_for(self.provider).parse_request(self.body)
+        return adapter_for(self.provider).parse_request(self.body, path=self.path)
 
 
 def _received(session: Session) -> list[_Call]:
@@ -491,7 +498,8 @@ def _received(session: Session) -> list[_Call]:
             forced = adapter.forced_tool(body) == session.output_tool
         except (ValueError, HarnessError):
             continue  # the server answered it with a provider error; nothing to check
-        calls.append(_Call("forced" if forced else "work", received.provider, body))
+        kind = "forced" if forced else "work"
+        calls.append(_Call(kind, received.provider, body, received.path))
     return calls
 
 

@@ -1,5 +1,5 @@
-"""`harness serve`: an OpenAI- and Anthropic-compatible HTTP server that replays (and records)
-cassettes and scripts, for clients in any language.
+"""`harness serve`: an OpenAI-, Anthropic- and Gemini-compatible HTTP server that replays (and
+records) cassettes and scripts, for clients in any language.
 
 The server is an ASGI app: a provider call goes straight to its handler (with Starlette's
 requests and responses), the control API through a Starlette router. Each provider request is
@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeGuard
+from urllib.parse import unquote_plus
 
 import anyio
 import httpx2
@@ -60,6 +61,7 @@ from harness.providers import (
     served_endpoints,
     unknown_provider,
 )
+from harness.scrub import field_is_credential
 from harness.serve.cassette_usage import (
     CassetteListing,
     CassetteUsage,
@@ -229,6 +231,9 @@ class ReceivedRequest:
     endpoint: str
     provider: Provider
     body: bytes
+    path: str | None = None
+    """The path it is keyed at (`Route.provider_path`): where Gemini names the model, and
+    whether the reply streams."""
 
 
 @dataclass(eq=False)
@@ -287,7 +292,9 @@ class Session(_InUse):
                 "provider": received.provider,
             }
             try:
-                parsed = adapter_for(received.provider).parse_request(json.loads(received.body))
+                parsed = adapter_for(received.provider).parse_request(
+                    json.loads(received.body), path=received.path
+                )
             except (ValueError, HarnessError) as error:
                 entry["error"] = str(error)
             else:
@@ -653,7 +660,9 @@ class ReplayApp:
         transport = user.transport if isinstance(user, Session | _Cassette) else None
         assert transport is not None
         if isinstance(user, Session):
-            user.receive(ReceivedRequest(target.endpoint, target.provider, body))
+            user.receive(
+                ReceivedRequest(target.endpoint, target.provider, body, target.provider_path)
+            )
         upstream = self._upstream_request(request, target, body, _records(transport))
         exchange.keyed = (transport, upstream)
         try:
@@ -836,8 +845,9 @@ class ReplayApp:
     ) -> httpx2.Request:
         """The request as the provider would receive it: its own path (the endpoint's with its
         version, however the client spelt it; a deployment path as it came), the client's
-        headers of `FORWARDED_HEADERS` alone (and a registered provider's keyed headers), and
-        the server's credentials when a miss is recorded."""
+        query without credential parameters (Gemini's `key`), the client's headers of
+        `FORWARDED_HEADERS` alone (and a registered provider's keyed headers), and the server's
+        credentials when a miss is recorded."""
         keyed = keyed_header_names()
         headers = [
             (name, value)
@@ -846,7 +856,7 @@ class ReplayApp:
         ]
         if recording:
             headers.extend(self.config.credentials(target.provider).items())
-        query = request.scope["query_string"].decode("latin-1")
+        query = _without_credentials(request.scope["query_string"].decode("latin-1"))
         url = (
             self.config.upstream(target.provider)
             + target.provider_path
@@ -1315,6 +1325,18 @@ def _not_a_json_object(body: bytes) -> str | None:
 def _provider_error(provider: Provider, status: int, error_type: str, message: str) -> Response:
     """An error in `provider`'s own format, so its SDK raises its own typed error for `status`."""
     return JSONResponse(adapter_for(provider).render_error(status, error_type, message), status)
+
+
+def _without_credentials(query: str) -> str:
+    """`query` without its credential parameters (`key=...`, as a Gemini client may send its
+    key), the others as the client spelt them: a client's own credentials are never forwarded,
+    recorded or keyed."""
+    kept = [
+        parameter
+        for parameter in query.split("&")
+        if parameter and not field_is_credential(unquote_plus(parameter.split("=", 1)[0]))
+    ]
+    return "&".join(kept)
 
 
 def _control_error(status: int, message: str) -> Response:

@@ -8,15 +8,22 @@ write a base URL differently:
 
 - its path (`/v1/messages`), after a base URL without the version (the official SDKs');
 - its path without the version (`/messages`), after a base URL that ends in it (the AI SDK's
-  Anthropic provider, whose default base URL is `https://api.anthropic.com/v1`);
+  Anthropic provider, whose default base URL is `https://api.anthropic.com/v1`, and its Google
+  provider, whose is `https://generativelanguage.googleapis.com/v1beta`);
+- its path at another version of the same API (`/v1/models/<model>:generateContent` for Gemini's
+  `/v1beta/models/<model>:generateContent`: google-genai 3 calls `v1`);
 - its deployment paths (`/openai/deployments/<deployment>/chat/completions`: Azure OpenAI).
+
+An endpoint whose path names the model (Gemini's `/v1beta/models/<model>:generateContent`)
+takes any one path segment there.
 
 The spelling that starts earliest in the path wins, so the reading is never ambiguous: a path
 ending in `/v1/messages` is always the versioned endpoint (`/c/x/v1/messages` is cassette `x`,
 never `x/v1`), and a deployment path wins over the `/chat/completions` it ends in. At the same
 start a provider's own path wins over a deployment path, and that over a path without version.
-The first two spellings are one request: it is keyed, replayed and recorded at the endpoint's
-path, so one cassette serves every SDK. A deployment path is keyed at itself, as in process.
+The first three spellings are one request: it is keyed, replayed and recorded at the endpoint's
+path (the model's name in it, for an endpoint that names one), so one cassette serves every SDK.
+A deployment path is keyed at itself, as in process.
 """
 
 from __future__ import annotations
@@ -36,7 +43,13 @@ from harness.providers import (
     provider_of,
     served_endpoints,
 )
-from harness.providers.spec import DEPLOYMENT_PLACEHOLDER, GENERIC_VERSION_SUFFIX
+from harness.providers.spec import (
+    DEPLOYMENT_PLACEHOLDER,
+    GENERIC_VERSION_SUFFIX,
+    MODEL_PLACEHOLDER,
+    Endpoint,
+    path_pattern,
+)
 
 ENDPOINTS: Final[dict[str, Provider]] = {
     endpoint.path: name for name, spec in BUILT_IN.items() for endpoint in spec.endpoints
@@ -44,17 +57,18 @@ ENDPOINTS: Final[dict[str, Provider]] = {
 """The built-in provider APIs the server speaks, by path (it serves every registered provider's:
 `harness.providers.served_endpoints()`)."""
 
-_DEPLOYMENT_NAME: Final = r"[^/]+"
-"""One path segment; `.` and `..` are refused after matching (`_checked_deployment`)."""
-
 
 @dataclass(frozen=True)
 class _Spelling:
-    """One way a path names an endpoint: the endpoint's own path, and whether the request is
-    keyed at the path as sent (a deployment path) rather than at the endpoint's."""
+    """One way a path names an endpoint: the endpoint, and whether the request is keyed at the
+    path as sent (a deployment path) rather than at the endpoint's."""
 
-    endpoint: str
+    served: Endpoint
     deployment: bool
+
+    @property
+    def endpoint(self) -> str:
+        return self.served.path
 
 
 @dataclass(frozen=True)
@@ -87,18 +101,17 @@ def _endpoint_pattern(endpoints: Mapping[str, ProviderSpec]) -> _EndpointPattern
     # listed in order of precedence: a regular expression prefers the first alternative that
     # matches at the earliest start
     alternatives: list[tuple[str, _Spelling]] = [
-        (re.escape(endpoint.path), _Spelling(endpoint.path, deployment=False))
+        (path_pattern(path), _Spelling(endpoint, deployment=False))
         for endpoint in served
+        for path in (endpoint.path, *endpoint.other_version_paths)
     ]
     deployment_paths: list[str] = []
     for endpoint in served:
         for template in endpoint.deployment_paths:
-            before, placeholder, after = template.partition(DEPLOYMENT_PLACEHOLDER)
-            regex = re.escape(before) + (_DEPLOYMENT_NAME + re.escape(after) if placeholder else "")
-            alternatives.append((regex, _Spelling(endpoint.path, deployment=True)))
+            alternatives.append((path_pattern(template), _Spelling(endpoint, deployment=True)))
             deployment_paths.append(template.replace(DEPLOYMENT_PLACEHOLDER, "<deployment>"))
     alternatives += [
-        (re.escape(endpoint.unversioned_path), _Spelling(endpoint.path, deployment=False))
+        (path_pattern(endpoint.unversioned_path), _Spelling(endpoint, deployment=False))
         for endpoint in served
         if endpoint.unversioned_path != endpoint.path
     ]
@@ -108,7 +121,18 @@ def _endpoint_pattern(endpoints: Mapping[str, ProviderSpec]) -> _EndpointPattern
         + "|".join(f"(?P<spelling{index}>{regex})" for index, (regex, _) in enumerate(alternatives))
         + ")$"
     )
-    described = ", ".join(endpoints) + f", each also without its {GENERIC_VERSION_SUFFIX}"
+    described = (
+        ", ".join(
+            endpoint.path.replace(MODEL_PLACEHOLDER, "<model>")
+            + (
+                f" (also at {', '.join(endpoint.other_versions)})"
+                if endpoint.other_versions
+                else ""
+            )
+            for endpoint in served
+        )
+        + ", each also without its version"
+    )
     if deployment_paths:
         described += f", and the deployment paths {', '.join(deployment_paths)},"
     compiled = _EndpointPattern(endpoints, pattern, groups, described)
@@ -152,6 +176,9 @@ class Route:
     deployment_path: str | None = None
     """The deployment path the request came to (`/openai/deployments/gpt-4o/chat/completions`),
     or None for the endpoint's own path, with or without its version."""
+    model: str | None = None
+    """The model the path names, for an endpoint whose path names it (Gemini's
+    `/v1beta/models/<model>:generateContent`), else None."""
 
     @property
     def spec(self) -> ProviderSpec:
@@ -162,11 +189,21 @@ class Route:
         return provider_of(self.spec)
 
     @property
+    def served(self) -> Endpoint:
+        """The endpoint, as its provider's spec declares it."""
+        return next(served for served in self.spec.endpoints if served.path == self.endpoint)
+
+    @property
     def provider_path(self) -> str:
         """The path the request is keyed, replayed and recorded at: the endpoint's own path
         (with its version, whether the client's base URL had it or not, so one cassette serves
-        every SDK), or the deployment path as it came (as `CassetteTransport` keys it)."""
-        return self.deployment_path or self.endpoint
+        every SDK; the model's name in it for an endpoint that names one), or the deployment
+        path as it came (as `CassetteTransport` keys it)."""
+        if self.deployment_path is not None:
+            return self.deployment_path
+        if self.model is not None:
+            return self.served.path_for(self.model)
+        return self.endpoint
 
 
 def route(path: str) -> Route:
@@ -210,10 +247,23 @@ def route(path: str) -> Route:
             status=400,
             provider=provider_of(served_endpoints()[spelling.endpoint]),
         )
+    model = None if spelling.deployment else spelling.served.model_in(found.group())
+    if model is not None and not _checked_deployment(model):
+        raise RouteError(
+            f"the model in {_shown(found.group())} is refused: give its name, not '.' or '..'",
+            status=400,
+            provider=provider_of(served_endpoints()[spelling.endpoint]),
+        )
     # Only trailing slashes go: a leading one makes an absolute name, which `cassette_path`
     # refuses rather than reading it as a name inside the folder.
     name = after_prefix[1 : found.start()].rstrip("/")
-    return Route(kind=kind, name=name, endpoint=spelling.endpoint, deployment_path=deployment_path)
+    return Route(
+        kind=kind,
+        name=name,
+        endpoint=spelling.endpoint,
+        deployment_path=deployment_path,
+        model=model,
+    )
 
 
 def _checked_deployment(deployment_path: str) -> bool:

@@ -120,6 +120,11 @@ class TargetHello(Message):
         default_factory=list, description="runtime profiles the agent cells may ask for"
     )
     features: list[Feature] = Field(default_factory=list)
+    providers: list[str] | None = Field(
+        default=None,
+        description="the providers whose APIs the target's agent calls (`openai`, `anthropic`, "
+        "`gemini`): an agent cell on another is skipped; unset, every provider",
+    )
 
 
 class Counters(Message):

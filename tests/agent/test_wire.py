@@ -61,13 +61,27 @@ def test_each_trigger_over_each_wire(trigger: str, provider: str, stream: bool) 
         }
         assert work_body["tool_choice"] == "auto"
         assert "reasoning_effort" not in forced_body
-    else:
+        assert forced_body.get("stream", False) is stream
+    elif provider == "anthropic":
         assert forced_body["tool_choice"] == {"type": "tool", "name": "__finish__"}
         assert [t["name"] for t in forced_body["tools"]] == ["__finish__"]
         assert forced_body["system"] == result.agent.system_prompt
         assert "thinking" not in forced_body
         assert work_body["tool_choice"] == {"type": "auto"}
-    assert forced_body.get("stream", False) is stream
+        assert forced_body.get("stream", False) is stream
+    else:
+        # Gemini: the forced function call, and streaming and the model in the path
+        assert forced_body["toolConfig"] == {
+            "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["__finish__"]}
+        }
+        declarations = forced_body["tools"][0]["functionDeclarations"]
+        assert [t["name"] for t in declarations] == ["__finish__"]
+        assert forced_body["systemInstruction"] == {"parts": [{"text": result.agent.system_prompt}]}
+        assert work_body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
+        assert "stream" not in forced_body
+        method = "streamGenerateContent" if stream else "generateContent"
+        assert transport.requests[-1].url.path == f"/v1beta/models/gemini-2.5-flash:{method}"
+        assert transport.requests[-1].url.query == (b"alt=sse" if stream else b"")
     assert "[SYSTEM] You must call" not in transport.requests[-1].content.decode()
     assert "[completion]" in transport.requests[-1].content.decode()
 

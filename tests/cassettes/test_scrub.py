@@ -491,6 +491,16 @@ def test_names_that_say_credential(name: str) -> None:
         "keyword",
         "tokenizer",
         "model",
+        # Gemini's usage counts: a name whose last word is `count` counts
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "thoughtsTokenCount",
+        "cachedContentTokenCount",
+        "toolUsePromptTokenCount",
+        "totalTokenCount",
+        "maxOutputTokens",
+        "thinkingBudget",
+        "token_count",
     ],
 )
 def test_names_that_do_not(name: str) -> None:
@@ -675,6 +685,7 @@ def test_users_add_patterns_and_callables() -> None:
         ("anthropic-key", "sk-ant-api03-abcdefghijklmnopqrstuv"),
         ("bearer-token", "Bearer abc.def-ghi_jkl"),
         ("aws-access-key", "AKIAABCDEFGHIJKLMNOP"),
+        ("google-api-key", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
     ],
 )
 def test_known_secret_shapes(name: str, sample: str) -> None:

@@ -36,7 +36,7 @@ def test_the_example_agents_declare_the_same_cells() -> None:
     assert len(agents) >= 2
     for path in agents:
         node = path.read_text("utf-8")
-        for key in ("kinds", "runtimes", "features"):
+        for key in ("kinds", "runtimes", "features", "providers"):
             listed = re.findall(rf"^\s*{key}: (\[.*\]),", node, re.MULTILINE)
             if key == "kinds" and not listed:
                 continue

@@ -881,8 +881,8 @@ def test_capabilities_are_frozen_and_refuse_an_unknown_provider() -> None:
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         capabilities.supports_tools = False  # type: ignore[misc]
-    with pytest.raises(IllegalArgumentException, match="openai, anthropic"):
-        capabilities_for("gemini", "x")  # type: ignore[arg-type]
+    with pytest.raises(IllegalArgumentException, match="openai, anthropic, gemini"):
+        capabilities_for("mistral", "x")  # type: ignore[arg-type]
 
 
 # --- rendering: every tool choice, every reasoning variant, the forced call ------------------

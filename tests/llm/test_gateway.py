@@ -274,5 +274,5 @@ def test_configuration_comes_from_the_environment_only() -> None:
     assert anthropic.base_url == "https://api.anthropic.com"
     with pytest.raises(GatewayConfigError, match="set ANTHROPIC_API_KEY"):
         anthropic.require_api_key()
-    with pytest.raises(GatewayConfigError, match="expected one of openai, anthropic"):
-        parse_provider("gemini")
+    with pytest.raises(GatewayConfigError, match="expected one of openai, anthropic, gemini"):
+        parse_provider("mistral")

@@ -323,8 +323,10 @@ def test_adapter_for_dispatches_and_refuses_other_names() -> None:
     assert adapter_for("openai") is openai
     assert adapter_for("anthropic") is anthropic
 
-    with pytest.raises(IllegalArgumentException, match=r"openai, anthropic.*provider='gemini'"):
-        adapter_for("gemini")  # type: ignore[arg-type]
+    with pytest.raises(
+        IllegalArgumentException, match=r"openai, anthropic, gemini.*provider='mistral'"
+    ):
+        adapter_for("mistral")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

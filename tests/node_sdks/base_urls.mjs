@@ -3,7 +3,7 @@
 //
 // stdin: a JSON list of runs, each
 //   {"sdk": "openai" | "@anthropic-ai/sdk" | "@ai-sdk/openai" | "@ai-sdk/anthropic" |
-//           "@langchain/openai" | "@langchain/anthropic",
+//           "@ai-sdk/google" | "@langchain/openai" | "@langchain/anthropic",
 //    "via": "option" | "variable",   the SDK's option, or the environment variable it reads
 //    "variable": "OPENAI_BASE_URL",  the variable, for "variable"
 //    "baseURL": "http://127.0.0.1:PORT/s/<id>/v1"}
@@ -12,6 +12,7 @@
 //   {"error": "<class>: <message>"}   the SDK raised
 import Anthropic from '@anthropic-ai/sdk';
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
@@ -27,6 +28,7 @@ const KEY = 'sk-node-client-dummy';
 const PROMPT = 'Capital of France?';
 const OPENAI_MODEL = 'gpt-4o-mini';
 const ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+const GEMINI_MODEL = 'gemini-2.5-flash';
 
 async function joined(stream, text) {
   let whole = '';
@@ -80,6 +82,8 @@ const SDKS = {
   '@ai-sdk/openai': (baseURL) => aiSdk(createOpenAI({ baseURL, apiKey: KEY })(OPENAI_MODEL)),
   '@ai-sdk/anthropic': (baseURL) =>
     aiSdk(createAnthropic({ baseURL, apiKey: KEY })(ANTHROPIC_MODEL)),
+  '@ai-sdk/google': (baseURL) =>
+    aiSdk(createGoogleGenerativeAI({ baseURL, apiKey: KEY })(GEMINI_MODEL)),
   '@langchain/openai': (baseURL) =>
     langChain(
       new ChatOpenAI({ model: OPENAI_MODEL, apiKey: KEY, maxRetries: 0, configuration: { baseURL } }),

@@ -24,6 +24,8 @@ import anthropic
 import openai
 import pytest
 from anthropic.types import MessageParam
+from google import genai
+from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionMessageParam
 
 from harness.cassettes import Cassette, CassetteTransport
@@ -54,6 +56,9 @@ NODE_SECONDS: Final = 60.0
 CHAT: Final = "/v1/chat/completions"
 RESPONSES: Final = "/v1/responses"
 MESSAGES: Final = "/v1/messages"
+GENERATE: Final = "/v1beta/models/{model}:generateContent"
+STREAM_GENERATE: Final = "/v1beta/models/{model}:streamGenerateContent"
+GEMINI_MODEL: Final = "gemini-2.5-flash"
 QUESTION: Final = "Capital of France?"
 OPENAI_QUESTION: Final[list[ChatCompletionMessageParam]] = [{"role": "user", "content": QUESTION}]
 ANTHROPIC_QUESTION: Final[list[MessageParam]] = [{"role": "user", "content": QUESTION}]
@@ -67,29 +72,32 @@ Via = Literal["option", "variable"]
 
 @dataclass(frozen=True, kw_only=True)
 class SdkSetting:
-    """One row of docs/serve.md's table: an SDK, its setting (and the variable it reads), the
-    value with `<url>` for the cassette's or session's URL, and the endpoint its calls here
-    reach (`id` names it to the Node runner)."""
+    """One row of docs/serve.md's table: an SDK, its setting (and the variable it reads, if
+    any), the value with `<url>` for the cassette's or session's URL, and the endpoint its calls
+    here reach (`stream_endpoint` its streamed calls, where the API streams at a path of its
+    own; `id` names it to the Node runner)."""
 
     id: str
     sdk: str
     language: Literal["Python", "Node"]
     option: str
-    variable: str
+    variable: str | None
     value: str
-    provider: Literal["openai", "anthropic"]
+    provider: Literal["openai", "anthropic", "gemini"]
     endpoint: str
+    stream_endpoint: str | None = None
 
     def row(self) -> str:
-        return (
-            f"| {self.sdk} | {self.language} | `{self.option}`, or `{self.variable}` "
-            f"| `{self.value}` |"
-        )
+        read = f", or `{self.variable}`" if self.variable is not None else ""
+        return f"| {self.sdk} | {self.language} | `{self.option}`{read} | `{self.value}` |"
 
     def base_url(self, url: str, via: Via) -> str:
         """The value given to the SDK for `url`: the row's through its option, the one value
         every SDK reading the variable takes through the variable (`SHARED_VALUES`)."""
-        value = self.value if via == "option" else SHARED_VALUES[self.variable]
+        if via == "option" or self.variable is None:
+            value = self.value
+        else:
+            value = SHARED_VALUES[self.variable]
         return value.replace("<url>", url)
 
 
@@ -123,6 +131,18 @@ SETTINGS: Final = (
         value="<url>",
         provider="anthropic",
         endpoint=MESSAGES,
+    ),
+    SdkSetting(
+        id="google-genai-python",
+        sdk="`google-genai`",
+        language="Python",
+        option="genai.Client(http_options={'base_url': ...})",
+        variable="GOOGLE_GEMINI_BASE_URL",
+        value="<url>",
+        provider="gemini",
+        # google-genai 3 calls `v1`: the same requests as `v1beta`'s, keyed at `v1beta`
+        endpoint=GENERATE,
+        stream_endpoint=STREAM_GENERATE,
     ),
     SdkSetting(
         id="openai",
@@ -165,6 +185,17 @@ SETTINGS: Final = (
         endpoint=MESSAGES,
     ),
     SdkSetting(
+        id="@ai-sdk/google",
+        sdk="`@ai-sdk/google` (AI SDK)",
+        language="Node",
+        option="createGoogleGenerativeAI({ baseURL })",
+        variable=None,  # the AI SDK's Google provider reads no base URL variable
+        value="<url>/v1beta",
+        provider="gemini",
+        endpoint=GENERATE,
+        stream_endpoint=STREAM_GENERATE,
+    ),
+    SdkSetting(
         id="@langchain/openai",
         sdk="`@langchain/openai` (LangChain)",
         language="Node",
@@ -190,11 +221,15 @@ SHARED_VALUES: Final = {
     "ANTHROPIC_BASE_URL": "<url>",
     "ANTHROPIC_API_URL": "<url>",
     "AZURE_OPENAI_ENDPOINT": "<url>",
+    "GOOGLE_GEMINI_BASE_URL": "<url>",
 }
 """What the page says one variable holds for every SDK that reads it: for `ANTHROPIC_BASE_URL`
 that is `<url>` (the official SDK's), which the AI SDK's Anthropic provider takes too."""
 RUNS: Final[list[tuple[SdkSetting, Via]]] = [
-    (setting, via) for setting in SETTINGS for via in get_args(Via)
+    (setting, via)
+    for setting in SETTINGS
+    for via in get_args(Via)
+    if via == "option" or setting.variable is not None
 ]
 
 
@@ -218,7 +253,7 @@ def assert_sent(session: ServerSession, setting: SdkSetting) -> None:
     requests = session.requests()
     assert [(request["endpoint"], request["request"]["stream"]) for request in requests] == [
         (setting.endpoint, False),
-        (setting.endpoint, True),
+        (setting.stream_endpoint or setting.endpoint, True),
     ]
 
 
@@ -293,6 +328,8 @@ def test_each_node_sdk_gets_its_answers_with_the_documented_base_url(
 def python_texts(setting: SdkSetting, base_url: str | None) -> dict[str, str]:
     """The plain answer's text and the streamed text of the row's Python SDK, given `base_url`
     (None: the SDK reads its variable)."""
+    if setting.id == "google-genai-python":
+        return google_genai_texts(base_url)
     if setting.id == "anthropic-python":
         with anthropic.Anthropic(base_url=base_url, api_key=CLIENT_KEY, max_retries=0) as claude:
             message = claude.messages.create(
@@ -319,6 +356,19 @@ def python_texts(setting: SdkSetting, base_url: str | None) -> dict[str, str]:
     return {"plain": reply.choices[0].message.content or "", "streamed": streamed}
 
 
+def google_genai_texts(base_url: str | None) -> dict[str, str]:
+    options = None if base_url is None else genai_types.HttpOptions(base_url=base_url)
+    with genai.Client(api_key=CLIENT_KEY, http_options=options) as gemini:
+        answer = gemini.models.generate_content(model=GEMINI_MODEL, contents=QUESTION)
+        streamed = "".join(
+            chunk.text or ""
+            for chunk in gemini.models.generate_content_stream(
+                model=GEMINI_MODEL, contents=QUESTION
+            )
+        )
+    return {"plain": answer.text or "", "streamed": streamed}
+
+
 @pytest.mark.parametrize(
     ("setting", "via"),
     [pytest.param(*run, id=run_id(run)) for run in RUNS if run[0].language == "Python"],
@@ -331,6 +381,7 @@ def test_each_python_sdk_gets_its_answers_with_the_documented_base_url(
     with server.session(script=script(setting, via), provider=setting.provider) as session:
         base_url = setting.base_url(session.url, via)
         if via == "variable":
+            assert setting.variable is not None  # RUNS has a variable run only for such a row
             monkeypatch.setenv(setting.variable, base_url)
         texts = python_texts(setting, base_url if via == "option" else None)
 
@@ -565,6 +616,23 @@ def test_an_extra_v1_after_a_cassette_names_the_cassette_meant(tmp_path: Path) -
             "/c/agent/openai/deployments/v1/chat/completions",
             Route("cassette", "agent", CHAT, "/openai/deployments/v1/chat/completions"),
         ),
+        # Gemini names the model in the path, at v1beta, v1 (the same request) or no version
+        (
+            f"/c/agent/v1beta/models/{GEMINI_MODEL}:generateContent",
+            Route("cassette", "agent", GENERATE, model=GEMINI_MODEL),
+        ),
+        (
+            f"/c/agent/v1/models/{GEMINI_MODEL}:streamGenerateContent",
+            Route("cassette", "agent", STREAM_GENERATE, model=GEMINI_MODEL),
+        ),
+        (
+            f"/s/abc/models/{GEMINI_MODEL}:streamGenerateContent",
+            Route("session", "abc", STREAM_GENERATE, model=GEMINI_MODEL),
+        ),
+        (
+            "/c/agent/v1/v1beta/models/m:generateContent",
+            Route("cassette", "agent/v1", GENERATE, model="m"),
+        ),
     ],
 )
 def test_each_spelling_names_its_endpoint(path: str, expected: Route) -> None:
@@ -574,6 +642,10 @@ def test_each_spelling_names_its_endpoint(path: str, expected: Route) -> None:
 def test_the_request_is_keyed_at_the_endpoints_path_or_the_deployments() -> None:
     assert route("/c/agent/messages").provider_path == MESSAGES
     assert route(f"/c/agent{AZURE_CHAT}").provider_path == AZURE_CHAT
+    keyed = f"/v1beta/models/{GEMINI_MODEL}:generateContent"
+    for version in ("/v1beta", "/v1", ""):
+        path = f"/c/agent{version}/models/{GEMINI_MODEL}:generateContent"
+        assert route(path).provider_path == keyed
 
 
 @pytest.mark.parametrize(
@@ -585,6 +657,8 @@ def test_the_request_is_keyed_at_the_endpoints_path_or_the_deployments() -> None
         (f"/c/agent/openai/deployments/{DEPLOYMENT}/embeddings", 404),
         ("/c/agent/openai/deployments/../chat/completions", 400),
         ("/s/abc/openai/deployments/./chat/completions", 400),
+        ("/c/agent/v1beta/models/gemini-2.5-flash:countTokens", 404),
+        ("/c/agent/v1beta/models/..:generateContent", 400),
     ],
 )
 def test_a_path_in_no_spelling_is_refused_naming_what_is_served(path: str, status: int) -> None:
@@ -594,8 +668,10 @@ def test_a_path_in_no_spelling_is_refused_naming_what_is_served(path: str, statu
     assert refused.value.status == status
     if status == 404:
         assert (
-            "the server speaks /v1/chat/completions, /v1/responses, /v1/messages, each also "
-            "without its /v1, and the deployment paths "
+            "the server speaks /v1/chat/completions, /v1/responses, /v1/messages, "
+            "/v1beta/models/<model>:generateContent (also at /v1), "
+            "/v1beta/models/<model>:streamGenerateContent (also at /v1), each also without its "
+            "version, and the deployment paths "
             "/openai/deployments/<deployment>/chat/completions, /openai/responses,"
         ) in str(refused.value)
 

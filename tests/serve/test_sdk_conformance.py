@@ -3,7 +3,8 @@
 Our cassettes (`cassettes/agent`, `cassettes/decision`: Chat Completions replies with tool calls
 and a reply cut off by the token limit, Messages streams with tool calls and a `max_tokens` stop)
 are replayed to `openai` and `anthropic`, sync and async, each recorded request rebuilt as the
-SDK call that sends it; what the SDK parsed must be what the cassette recorded.
+SDK call that sends it; what the SDK parsed must be what the cassette recorded. (The Gemini ones
+go to `google-genai` the same way, in tests/serve/test_gemini.py.)
 
 What they lack (streamed Chat Completions, Responses plain and streamed, plain Messages, provider
 errors, an overload in the middle of a stream) the SDKs record through the server against the
@@ -21,7 +22,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx2
 import pytest
@@ -56,6 +57,7 @@ OURS = sorted(
     path.relative_to(REPOSITORY / "cassettes").with_suffix("").as_posix()
     for folder in ("agent", "decision")
     for path in (REPOSITORY / "cassettes" / folder).glob("*.json")
+    if Cassette.load(path).metadata.provider in get_args(Provider)
 )
 
 Send = Callable[[Provider, str, SdkCall], Awaitable[Parsed]]

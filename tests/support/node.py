@@ -28,6 +28,8 @@ import pytest
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.providers import Provider
+
 NODE_FOLDER: Final = Path(__file__).resolve().parents[1] / "node"
 DRIVER: Final = NODE_FOLDER / "driver.mjs"
 INSTALL_SECONDS: Final = 300.0
@@ -50,7 +52,7 @@ class NodeCall(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    provider: Literal["openai", "anthropic"]
+    provider: Provider  # the driver has the OpenAI and Anthropic SDKs
     base_url: str = Field(serialization_alias="baseURL")
     method: NodeMethod
     params: dict[str, Any]

@@ -141,16 +141,24 @@ TRIGGER_AGENT_SCHEMA: dict[str, JsonValue] = {
 TRIGGER_OUTPUT: dict[str, JsonValue] = {"city": "Paris", "confidence": 0.9}
 
 
+TRIGGER_MODELS: Final = {
+    "openai": "gpt-4o-mini",
+    "anthropic": "claude-sonnet-4-5",
+    "gemini": "gemini-2.5-flash",
+}
+"""The model of each provider's trigger agent; Anthropic's and Gemini's stream."""
+
+
 def trigger_agent(provider: str) -> AgentDefinition:
     return AgentDefinition(
         name="capital-finder",
         system_prompt="You find capitals. Use search, then finish with the structured answer.",
-        model="gpt-4o-mini" if provider == "openai" else "claude-sonnet-4-5",
+        model=TRIGGER_MODELS[provider],
         tools=(AgentTool(name="search", description="Search the web", result={"hits": ["Paris"]}),),
         output_schema=TRIGGER_AGENT_SCHEMA,
         max_steps=3,
         max_tokens=256,
-        stream=provider == "anthropic",
+        stream=provider != "openai",
     )
 
 
@@ -220,7 +228,7 @@ def record_trigger(trigger: str, provider: str, path: Path) -> RunResult:
 
 
 TRIGGERS = ("terminal_text", "max_tokens", "max_steps")
-PROVIDERS = ("openai", "anthropic")
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 # -- the wire cassettes, recorded through `harness serve` -----------------------------------------

@@ -345,7 +345,16 @@ def test_harness_run_finishes_when_a_child_of_the_target_holds_its_stdout(
 
 # -- the environment --------------------------------------------------------------------------------
 
-KEPT: Final = {"PATH", "HOME", "TMPDIR", "LANG", "TZ", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+KEPT: Final = {
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "TZ",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+}
 
 
 def environment_recorder(tmp_path: Path) -> str:
@@ -373,6 +382,7 @@ def test_a_command_target_gets_a_minimal_environment_and_what_is_passed(
     assert all(result.passed for result in run_on(spec, two_cells))
     seen = json.loads((tmp_path / "environment.json").read_text())
     assert seen["OPENAI_API_KEY"] == seen["ANTHROPIC_API_KEY"] == PLACEHOLDER_KEY
+    assert seen["GEMINI_API_KEY"] == PLACEHOLDER_KEY
     assert seen["PATH"] == os.environ["PATH"]
     assert (seen["COPIED_FLAG"], seen["SET_FLAG"]) == ("copied", "set=here")
     assert "CANARY_DATABASE_URL" not in seen
@@ -396,6 +406,7 @@ def test_the_environment_keeps_the_locale_and_lets_a_passed_variable_win() -> No
         "TZ": "Europe/Paris",
         "OPENAI_API_KEY": "sk-real",
         "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+        "GEMINI_API_KEY": PLACEHOLDER_KEY,
     }
 
 

@@ -36,6 +36,8 @@ const HELLO = {
   kinds: ["agent"],
   runtimes,
   features: ["llm_config_override", "memory", "streaming", "approval", "faults", "cancel"],
+  // the APIs its model calls speak: a Gemini cell is skipped
+  providers: ["openai", "anthropic"],
 };
 
 /** workerd through miniflare: started when first needed, started again after it died. */

@@ -54,5 +54,7 @@ await runTarget({
   // Not "faults" or "cancel": this agent keeps its run in memory, so it can neither resume after
   // a crash nor stop at a persistence point.
   features: ["llm_config_override", "memory", "streaming", "approval"],
+  // the APIs its model calls speak: a Gemini cell is skipped
+  providers: ["openai", "anthropic"],
   agent: runCell,
 });

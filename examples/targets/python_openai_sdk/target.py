@@ -26,6 +26,8 @@ HELLO = {
     "runtimes": ["js"],
     # Not "faults": this agent keeps its run in memory, so it cannot resume after a crash.
     "features": ["llm_config_override", "memory", "streaming", "approval"],
+    # the APIs its model calls speak: a Gemini cell is skipped
+    "providers": ["openai", "anthropic"],
 }
 
 

@@ -372,7 +372,7 @@ export interface SessionOptions {
   cassette?: string;
   /** Or answer each request with the script's next reply, in the wire of the route it came to. */
   script?: ScriptedReply[];
-  /** The provider a script speaks (`openai`, `anthropic`); else the one whose route is asked first. */
+  /** The provider a script speaks (`openai`, `anthropic`, `gemini`); else the one whose route is asked first. */
   provider?: string;
   /** At most the server's own `--record-mode` (unless it runs with `--allow-session-record`). */
   recordMode?: RecordMode;
@@ -387,15 +387,18 @@ export interface SessionOptions {
 /**
  * The base URL of each provider's official SDK, one per provider the server speaks: `openai` is
  * the session's URL plus `/v1` (`new OpenAI({ baseURL })`), `anthropic` the session's URL alone
- * (`new Anthropic({ baseURL })`, which adds `/v1` itself). The server answers every endpoint with
- * and without its `/v1`, so both also work in the AI SDK (`createOpenAI`, `createAnthropic`) and
- * LangChain (`ChatOpenAI`'s `configuration.baseURL`, `ChatAnthropic`'s `anthropicApiUrl`);
- * `${session.url}/v1` is the AI SDK's own spelling for Anthropic. Never give an SDK that adds
- * `/v1` itself a URL ending in `/v1`.
+ * (`new Anthropic({ baseURL })`, which adds `/v1` itself), `gemini` the session's URL alone
+ * (`new GoogleGenAI({ httpOptions: { baseUrl } })`, which adds its version itself). The server
+ * answers every endpoint with and without its version, so these also work in the AI SDK
+ * (`createOpenAI`, `createAnthropic`, `createGoogleGenerativeAI`) and LangChain (`ChatOpenAI`'s
+ * `configuration.baseURL`, `ChatAnthropic`'s `anthropicApiUrl`); `${session.url}/v1` is the AI
+ * SDK's own spelling for Anthropic and `${session.url}/v1beta` for Google. Never give an SDK that
+ * adds `/v1` itself a URL ending in `/v1`.
  */
 export interface BaseUrls {
   readonly openai: string;
   readonly anthropic: string;
+  readonly gemini: string;
   readonly [provider: string]: string;
 }
 

@@ -87,6 +87,8 @@ export interface TargetOptions {
   runtimes?: readonly string[];
   /** Features your runtime has; a cell needing another is skipped, and counted. */
   features?: readonly TargetFeature[];
+  /** The providers whose APIs your agent calls (`openai`, `anthropic`, `gemini`); an agent cell on another is skipped. Unset: every provider. */
+  providers?: readonly string[];
   /** Runs one agent cell to its end. Declares the `agent` kind. */
   agent?: (cell: AgentCell) => Awaitable<AgentResult>;
   /** Runs a completion cell's executions in order, one entry each. Declares `completion`. */
@@ -101,7 +103,8 @@ type Answer = Protocol.TargetHello | Protocol.AgentResult | Protocol.ModuleResul
  * Speak the target protocol on this process's stdin and stdout until `shutdown` or the end of
  * stdin, then resolve.
  *
- * `hello` is answered with `name`, `runtimes`, `features` and the kinds of the handlers given.
+ * `hello` is answered with `name`, `runtimes`, `features`, `providers` (when given) and the
+ * kinds of the handlers given.
  * Messages are handled one at a time, in order; each cell's answer carries the cell's id. A
  * handler that throws (or rejects) fails that cell only: the harness gets
  * `{"type": "error", "id", "message": "<name>: <message>"}`, the stack goes to stderr, and the
@@ -157,7 +160,22 @@ function helloFor(options: TargetOptions): Protocol.TargetHello {
   if (!Array.isArray(features) || !features.every((feature) => known.includes(feature))) {
     throw invalidArgument(`an array of features among ${FEATURES.join(", ")}`, "features", features);
   }
-  return { type: "hello", protocol: 1, name: options.name, kinds, runtimes: [...runtimes], features: [...features] };
+  const hello: Protocol.TargetHello = {
+    type: "hello",
+    protocol: 1,
+    name: options.name,
+    kinds,
+    runtimes: [...runtimes],
+    features: [...features],
+  };
+  if (options.providers !== undefined) {
+    const providers = options.providers;
+    if (!Array.isArray(providers) || !providers.every((provider) => typeof provider === "string" && provider !== "")) {
+      throw invalidArgument("an array of provider names", "providers", providers);
+    }
+    hello.providers = [...providers];
+  }
+  return hello;
 }
 
 async function answerTo(

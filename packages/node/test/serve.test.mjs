@@ -48,7 +48,7 @@ describe("startServe and openSession", { skip: HARNESS_BIN === null && !process.
   it("serves a script session and reports every request it received", async () => {
     assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
     const session = await openSession(server.url, { script: [{ text: "Paris." }], provider: "openai" });
-    assert.deepEqual(session.baseUrls, { openai: `${session.url}/v1`, anthropic: session.url });
+    assert.deepEqual(session.baseUrls, { openai: `${session.url}/v1`, anthropic: session.url, gemini: session.url });
     assert.equal(session.url, `${server.url}/s/${session.id}`);
     assert.deepEqual(session.headers, { "x-harness-session": session.id });
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { HarnessError, runTarget } from "completion-harness";
-import { completionCell, startTarget } from "./support.mjs";
+import { join } from "node:path";
+import { completionCell, FIXTURES, startTarget } from "./support.mjs";
 
 describe("runTarget", () => {
   it("answers hello with the kinds of its handlers, its runtimes and features", async () => {
@@ -15,6 +16,15 @@ describe("runTarget", () => {
       runtimes: ["js"],
       features: ["streaming"],
     });
+    target.child.stdin.end();
+    assert.equal(await target.exited, 0);
+  });
+
+  it("answers hello with the providers its agent calls, when it names them", async () => {
+    const target = startTarget(join(FIXTURES, "providers-target.mjs"));
+    target.send({ type: "hello", protocol: 1 });
+    const hello = await target.next();
+    assert.deepEqual(hello.providers, ["openai", "anthropic"]);
     target.child.stdin.end();
     assert.equal(await target.exited, 0);
   });
@@ -116,6 +126,10 @@ describe("runTarget", () => {
       [
         { name: "x", completion: () => [], features: ["streaming", "telepathy"] },
         /^expected an array of features among faults, llm_config_override, memory, streaming, approval, cancel but got features=\["streaming","telepathy"\] \(type=array\)$/,
+      ],
+      [
+        { name: "x", completion: () => [], providers: ["openai", ""] },
+        /^expected an array of provider names but got providers=\["openai",""\] \(type=array\)$/,
       ],
     ];
     for (const [options, message] of refusals) {

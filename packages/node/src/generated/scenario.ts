@@ -24,7 +24,7 @@ export interface Scenario {
    */
   stores?: ("memory" | "sqlite" | "postgres" | "redis")[];
   temporal?: TemporalSpec | null;
-  provider?: "openai" | "anthropic";
+  provider?: "openai" | "anthropic" | "gemini";
   model?: string | null;
   cassette?: string | null;
   /**
@@ -345,7 +345,7 @@ export interface DownstreamExpect {
 export interface ModelSpec {
   id: string;
   name: string;
-  provider?: "openai" | "anthropic";
+  provider?: "openai" | "anthropic" | "gemini";
   model?: string;
   visible_to?: string[];
 }

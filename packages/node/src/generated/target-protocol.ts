@@ -40,7 +40,7 @@ export interface AgentCell {
   scenario: string;
   runtime: string;
   store: string;
-  provider: "openai" | "anthropic";
+  provider: "openai" | "anthropic" | "gemini";
   model: string;
   base_urls: {
     [k: string]: string;
@@ -210,6 +210,10 @@ export interface TargetHello {
    */
   runtimes?: string[];
   features?: ("faults" | "llm_config_override" | "memory" | "streaming" | "approval" | "cancel")[];
+  /**
+   * the providers whose APIs the target's agent calls (`openai`, `anthropic`, `gemini`): an agent cell on another is skipped; unset, every provider
+   */
+  providers?: string[] | null;
 }
 /**
  * An agent run's end, in the shapes the reference produces.
