@@ -133,11 +133,54 @@ def equivalent_body(value: Any, path: str, provider: str | None = None) -> Any:
     spec = find_provider(provider) if provider else detect_spec(path)
     if spec is None:
         return value
+    if spec.snake_case_members:
+        value = _camel_case_members(value, spec.data_members, spec.map_members)
+    for pointer in spec.ignored_when_equivalent:
+        value = _without(value, split_pointer(pointer))
     for pointer in spec.json_text_fields:
         value = _replaced_at(value, split_pointer(pointer), _json_value)
     for pointer in spec.text_block_fields:
         value = _replaced_at(value, split_pointer(pointer), _block_text)
     return value
+
+
+def _camel_case_members(
+    node: Any, data: frozenset[str], maps: frozenset[str], *, names_are_data: bool = False
+) -> Any:
+    """`node` with every member name in lowerCamelCase (`parameters_json_schema` is
+    `parametersJsonSchema`), but the values of `data` members, kept as they are, and the keys of
+    `maps` members' objects (their values converted)."""
+    if isinstance(node, list):
+        return [_camel_case_members(item, data, maps) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted: dict[str, Any] = {}
+    for name, value in node.items():
+        member = name if names_are_data else _lower_camel(name)
+        if member in data and not names_are_data:
+            converted[member] = value
+        else:
+            converted[member] = _camel_case_members(
+                value, data, maps, names_are_data=member in maps and not names_are_data
+            )
+    return converted
+
+
+def _lower_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _equivalent_path(path: str, provider: str | None) -> str:
+    """`path` at its endpoint's own version when it came to one of the `other_versions` the
+    same API is served at (Gemini's `/v1/...` is its `/v1beta/...`)."""
+    spec = find_provider(provider) if provider else detect_spec(path)
+    endpoint = spec.endpoint_at(path) if spec is not None else None
+    if endpoint is not None:
+        for version in endpoint.other_versions:
+            if path.startswith(version + "/"):
+                return endpoint.version + path.removeprefix(version)
+    return path
 
 
 def _json_value(node: Any) -> Any:
@@ -190,8 +233,10 @@ def canonical_request_bytes(
         "headers": keyed_headers(headers),
     }
     document.update(_canonical_body(body, path, volatile, provider, version))
-    if equivalent and "body" in document:
-        document["body"] = equivalent_body(document["body"], path, provider)
+    if equivalent:
+        document["path"] = _equivalent_path(path, provider)
+        if "body" in document:
+            document["body"] = equivalent_body(document["body"], path, provider)
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # JSON allows a lone surrogate ("\ud83d", half an emoji cut by a JS client); it is written
     # back as that escape. Any other text encodes exactly as UTF-8, so no existing key changes.

@@ -50,6 +50,23 @@ GEMINI: Final = ProviderSpec(
     # the base URL google-genai reads when its `HttpOptions(base_url=...)` is not given
     base_url_variable="GOOGLE_GEMINI_BASE_URL",
     auth_header=GEMINI_API_KEY_HEADER,
+    # protobuf JSON: google-genai sends snake_case member names where the REST reference and
+    # `@ai-sdk/google` write lowerCamelCase, and gives the system instruction a role
+    snake_case_members=True,
+    data_members=frozenset(
+        {
+            "args",
+            "response",
+            "parametersJsonSchema",
+            "responseJsonSchema",
+            "enum",
+            "example",
+            "default",
+            "labels",
+        }
+    ),
+    map_members=frozenset({"properties"}),
+    ignored_when_equivalent=("/systemInstruction/role",),
     default_model="gemini-2.5-flash",
     # both can turn thinking off, which a forced call asks for
     tool_models=("gemini-2.5-flash", "gemini-2.5-flash-lite"),

@@ -208,6 +208,16 @@ class ProviderSpec:
     among them: what generated agents run on."""
     json_text_fields: tuple[str, ...] = ()
     text_block_fields: tuple[str, ...] = ()
+    snake_case_members: bool = False
+    """Whether a request's member names may be written in snake_case as well as lowerCamelCase
+    (protobuf's JSON, which Gemini reads): the equivalent key reads them as lowerCamelCase, but
+    for the members in `data_members`, whose values are data (a call's arguments, a JSON
+    Schema), and the keys of the maps in `map_members` (a schema's `properties`)."""
+    data_members: frozenset[str] = frozenset()
+    map_members: frozenset[str] = frozenset()
+    ignored_when_equivalent: tuple[str, ...] = ()
+    """Members (JSON pointers, in lowerCamelCase) the provider ignores and one client adds:
+    left out of the equivalent key only (google-genai's `role` on `systemInstruction`)."""
     tool_input_is_object: bool = False
     tool_input_streams_whole: bool = False
     thinking_counts_toward_max_tokens: bool = False

@@ -170,3 +170,49 @@ def test_a_target_run_miss_ends_with_what_fixes_a_target_not_a_re_recording(
         send(transport, "/v1/chat/completions", {"model": "gpt-4o-mini", "messages": []})
     assert str(caught.value).endswith(TARGET_MISS_ADVICE)
     assert "re-record:" not in str(caught.value)
+
+
+GEMINI_URL = (
+    "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+)
+
+
+def test_gemini_member_names_in_snake_case_are_the_request_but_data_in_them_is_not() -> None:
+    def key(body: Any) -> str:
+        return equivalent_request_key("POST", GEMINI_URL, {}, json.dumps(body).encode())
+
+    def declaration(member: str, properties: dict[str, Any]) -> dict[str, Any]:
+        return {"tools": [{"function_declarations": [{"name": "f", member: properties}]}]}
+
+    camel = {
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "generationConfig": {"maxOutputTokens": 5, "thinkingConfig": {"thinkingBudget": 0}},
+        "contents": [{"role": "model", "parts": [{"functionCall": {"args": {"city_name": "X"}}}]}],
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "f",
+                        "parametersJsonSchema": {"properties": {"city_name": {"type": "string"}}},
+                    }
+                ]
+            }
+        ],
+    }
+    snake = {
+        "system_instruction": {"role": "user", "parts": [{"text": "Be brief."}]},
+        "generation_config": {"max_output_tokens": 5, "thinking_config": {"thinking_budget": 0}},
+        "contents": [{"role": "model", "parts": [{"function_call": {"args": {"city_name": "X"}}}]}],
+        **declaration("parameters_json_schema", {"properties": {"city_name": {"type": "string"}}}),
+    }
+    assert key(camel) == key(snake)
+    # argument and property names are data: another spelling is another request
+    renamed = json.loads(json.dumps(snake).replace('"city_name"', '"cityName"'))
+    assert key(renamed) != key(snake)
+    schema = declaration("parameters", {"properties": {"first_name": {"max_length": 3}}})
+    assert key(schema) == key(
+        declaration("parameters", {"properties": {"first_name": {"maxLength": 3}}})
+    )
+    assert key(schema) != key(
+        declaration("parameters", {"properties": {"firstName": {"maxLength": 3}}})
+    )

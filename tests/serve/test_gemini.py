@@ -23,7 +23,7 @@ from google import genai
 from google.genai import types
 from pydantic import JsonValue
 
-from harness.cassettes import Cassette, CassetteMissError, CassetteTransport, Interaction
+from harness.cassettes import Cassette, CassetteTransport, Interaction
 from harness.llm import gemini
 from harness.llm.script import ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.serve import ReplayServer
@@ -212,7 +212,7 @@ def test_google_genai_records_through_serve_and_replays_by_server_and_in_process
         assert asyncio.run(ask_async(client(url))) == ANSWERS
     assert len(upstream.received) == 4  # nothing more reached the provider
 
-    # and in process, by the same cassette: the request key is the server's (v1beta)
+    # and in process, by the same cassette, at either version
     replaying = CassetteTransport(path, strict=True)
     with httpx2.Client(transport=replaying) as http:
         in_process = client("https://generativelanguage.googleapis.com", httpx_client=http)
@@ -220,12 +220,9 @@ def test_google_genai_records_through_serve_and_replays_by_server_and_in_process
             "https://generativelanguage.googleapis.com", api_version="v1beta", httpx_client=http
         )
         assert ask(in_process_v1beta) == ANSWERS
-        # in process, a request is keyed at the path it was sent to: v1 is another path
-        with (
-            in_process,
-            pytest.raises(CassetteMissError, match=f"POST /v1/models/{MODEL}:generateContent"),
-        ):
-            in_process.models.generate_content(model=MODEL, contents=QUESTION)
+        # keyed at the path it was sent to, and found at v1beta by its equivalent key
+        with in_process:
+            assert ask(in_process) == ANSWERS
     replaying.close()
 
 
@@ -421,3 +418,38 @@ def test_google_genai_parses_every_answer_of_the_gemini_cassettes_as_recorded(pa
 def test_the_gemini_cassettes_are_found() -> None:
     assert [path.parent for path in GEMINI_CASSETTES] == [REPOSITORY / "cassettes" / "agent"] * 3
     assert all(path.is_file() for path in GEMINI_CASSETTES)
+
+
+@pytest.mark.parametrize("path", GEMINI_CASSETTES, ids=[p.stem for p in GEMINI_CASSETTES])
+def test_google_genai_replays_the_reference_s_gemini_cassettes(path: Path) -> None:
+    """google-genai writes member names in snake_case and gives the system instruction a role,
+    where the reference's gateway writes lowerCamelCase: the same request to Gemini, which reads
+    protobuf JSON, so the cassette answers it (by its equivalent key), in process."""
+    for index, interaction in enumerate(Cassette.load(path).interactions):
+        _, wire = replayed_by_google_genai(interaction)
+        transport = CassetteTransport(path, allow_repeats=True)
+        request = httpx2.Request(
+            wire.method, str(wire.url), headers=wire.headers, content=wire.content
+        )
+        with httpx2.Client(transport=transport) as http:
+            replayed = http.send(request)
+            replayed.read()
+        assert replayed.status_code == interaction.response.status, f"#{index}"
+        assert replayed.content == interaction.response.body_bytes(), f"#{index}"
+
+
+def test_google_genai_at_its_default_api_version_replays_a_v1beta_cassette_in_process(
+    tmp_path: Path,
+) -> None:
+    """google-genai 3 sends to `v1` by default; the reference records at `v1beta`, whose API holds
+    all of `v1`'s: in process too, the cassette answers the `v1` request."""
+    (path,) = [p for p in GEMINI_CASSETTES if "terminal-text" in p.stem]
+    interaction = Cassette.load(path).interactions[0]
+    _, wire = replayed_by_google_genai(interaction)
+    at_v1 = str(wire.url).replace("/v1beta/", "/v1/")
+    with httpx2.Client(transport=CassetteTransport(path)) as http:
+        replayed = http.send(
+            httpx2.Request("POST", at_v1, headers=wire.headers, content=wire.content)
+        )
+        replayed.read()
+    assert replayed.content == interaction.response.body_bytes()
