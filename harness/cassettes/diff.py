@@ -112,6 +112,7 @@ def explain_miss(
             groups.setdefault(interaction.key, []).append(index)
     candidates = []
     equivalent = (requested[0], equivalent_body(requested[1], path))
+    forced = forced_choice(equivalent[1])
     respelt: dict[int, list[str]] = {}
     for indexes in groups.values():
         recorded = cassette.interactions[indexes[0]].request
@@ -120,8 +121,11 @@ def explain_miss(
             (view[0], equivalent_body(view[1], path)), equivalent
         ) + _header_diff(keyed_headers(recorded.headers), sent_headers, scrubber)
         respelt[indexes[0]] = _respelt(_request_diff(view, requested), differences)
-        candidates.append((indexes, differences))
-    candidates.sort(key=lambda item: (_distance(item[1]), item[0][0]))
+        forced_alike = forced_choice(equivalent_body(view[1], path)) == forced
+        candidates.append((indexes, differences, forced_alike))
+    # a forced request is compared with the recorded forced requests (of the same tool) first,
+    # a work request with the work requests: the nearest by distance alone is often the other
+    candidates.sort(key=lambda item: (not item[2], _distance(item[1]), item[0][0]))
     if not candidates:
         recorded_requests = sorted(
             {f"{i.request.method} {i.request.path}" for i in cassette.interactions}
@@ -131,17 +135,22 @@ def explain_miss(
             + (", ".join(recorded_requests) if recorded_requests else "(the cassette is empty)")
         )
     else:
-        lines.append(
-            "Nearest recorded requests (same method and path, each distinct request once), most "
-            "similar first:"
+        kind = (
+            f"forced requests of {forced}, then the rest"
+            if forced is not None
+            else "requests that force no tool, then the rest"
         )
-        for indexes, differences in candidates[:MAX_CANDIDATES]:
+        lines.append(
+            "Nearest recorded requests (same method and path, each distinct request once; "
+            f"{kind}), most similar first:"
+        )
+        for indexes, differences, _ in candidates[:MAX_CANDIDATES]:
             first = cassette.interactions[indexes[0]]
             times = f"recorded {len(indexes)} times" if len(indexes) > 1 else "recorded once"
             lines.append(
                 f"  #{indexes[0]} key {first.key} ({times}): {len(differences)} difference(s)"
             )
-        best_indexes, best = candidates[0]
+        best_indexes, best, _ = candidates[0]
         lines.append(f"Differences from #{best_indexes[0]}, recorded -> requested:")
         lines.extend(f"  {line}" for line in best[:MAX_DIFF_LINES])
         if len(best) > MAX_DIFF_LINES:
@@ -157,7 +166,7 @@ def explain_miss(
                 "(tool-call arguments are compared by value, a text and one text block alike):"
             )
             lines.extend(f"  {line}" for line in spelt[:MAX_DIFF_LINES])
-        for _, differences in candidates[:MAX_CANDIDATES]:
+        for _, differences, _ in candidates[:MAX_CANDIDATES]:
             earlier = _earlier_turn(cassette, equivalent[1], differences, groups, scrubber, path)
             if earlier:
                 lines.extend(earlier)
@@ -182,6 +191,29 @@ def _respelt(raw: list[str], differences: list[str]) -> list[str]:
         ):
             kept.append(line)
     return kept
+
+
+def forced_choice(body: Any) -> str | None:
+    """The tool a request body forces the model to call, read from its tool choice as each wire
+    writes it (Chat Completions, Responses, Messages, Gemini's `functionCallingConfig`, read by
+    value): its name, `*` for any tool, None when the request forces none."""
+    if not isinstance(body, dict):
+        return None
+    choice = body.get("tool_choice")
+    if choice in ("required", "any"):
+        return "*"
+    if isinstance(choice, dict):
+        if choice.get("type") == "any":
+            return "*"
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else choice.get("name")
+        return name if isinstance(name, str) and choice.get("type") != "auto" else None
+    config = body.get("toolConfig")
+    calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
+    if isinstance(calling, dict) and calling.get("mode") == "ANY":
+        names = calling.get("allowedFunctionNames")
+        return names[0] if isinstance(names, list) and len(names) == 1 else "*"
+    return None
 
 
 CONVERSATIONS: Final = ("messages", "input")

@@ -153,6 +153,9 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.replies = list(replies)
         self.position = start
         self.requests: list[AnyRequest] = []
+        self.answers_a_target = False
+        """Set by a target run, whose script holds the replies the reference's calls use: a call
+        beyond them is the target's one call more than the reference, not a reply missing."""
         self._lock = threading.Lock()
 
     @overload
@@ -170,6 +173,30 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: AnyRequest) -> AnyResponse:
         await request.aread()
         return self._answer(request)
+
+    def _beyond_the_script(self, request: AnyRequest, position: int) -> str:
+        """What a call after the last reply is: which call, work or forced, and what to do."""
+        call = (
+            f"call #{position + 1}, {self._call_kind(request)} "
+            f"({request.method} {request.url.path})"
+        )
+        if self.answers_a_target:
+            return (
+                f"the target made one call more than the reference: {call}, after the "
+                f"{len(self.replies)} repl(ies) of the script, which answer the calls the "
+                "reference makes"
+            )
+        return (
+            f"the script has {len(self.replies)} repl(ies) and the code under test made {call}; "
+            "add a reply"
+        )
+
+    def _call_kind(self, request: AnyRequest) -> str:
+        try:
+            forced = self.adapter.forced_tool(json.loads(request.content))
+        except (ValueError, HarnessError):
+            return "a call whose body is not a request of this API"
+        return f"a forced call of {forced}" if forced is not None else "a work call"
 
     def _answer(self, request: AnyRequest) -> AnyResponse:
         library = library_of(request)
@@ -199,10 +226,7 @@ class ScriptTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.requests.append(request)
             position = self.position
             if position >= len(self.replies):
-                raise ScriptExhaustedError(
-                    f"the script has {len(self.replies)} repl(ies) and the code under test made "
-                    f"call #{position + 1} ({request.method} {request.url.path}); add a reply"
-                )
+                raise ScriptExhaustedError(self._beyond_the_script(request, position))
             self.position += 1
         reply = self.replies[position]
         body = _json_object(request.content, self.provider)

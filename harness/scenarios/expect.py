@@ -390,16 +390,41 @@ def check_chunks_in_order(
     """`wanted` must appear in order in the whole chunk stream, every kind of chunk, with gaps
     allowed: so a forced-completion chunk is placed against the step chunks around it, which
     `chunk_sequence` (forced chunks only) cannot see. The mismatch names the first item not
-    found after the one before it, and shows the stream as its items see it: each chunk's kind
-    and the fields the items compare (never a text delta's text, which is the model's answer)."""
+    found after the one before it. When it matches a chunk before that one, the mismatch says
+    which (the order differs). When a chunk of its kind follows, the mismatch names the
+    field of the nearest one that differs (`chunks_in_order[2].is_error: expected True, got
+    False (chunk #5, tool_result)`); else it shows the stream as its items see it: each chunk's
+    kind and the fields the items compare (never a text delta's text, which is the model's
+    answer)."""
     expected = [item.fields() for item in wanted]
     compared = {field for fields in expected for field in fields} - {"text"}
     actual = [chunk.model_dump(mode="json") for chunk in chunks]
     position = 0
     for index, fields in enumerate(expected):
+        start = position
         while position < len(actual) and not _subset(fields, actual[position]):
             position += 1
         if position == len(actual):
+            earlier = next(
+                (
+                    number
+                    for number, chunk in enumerate(actual[:start], 1)
+                    if _subset(fields, chunk)
+                ),
+                None,
+            )
+            if earlier is not None:
+                return [
+                    Mismatch(
+                        f"chunks_in_order[{index}]",
+                        fields,
+                        f"only chunk #{earlier}, before chunk #{start}, which the item before "
+                        "matched",
+                    )
+                ]
+            nearest = _nearest_chunk(fields, actual, start)
+            if nearest is not None:
+                return [nearest.mismatch(f"chunks_in_order[{index}]")]
             shown = [
                 {field: value for field, value in chunk.items() if field in compared}
                 for chunk in actual
@@ -407,6 +432,53 @@ def check_chunks_in_order(
             return [Mismatch(f"chunks_in_order[{index}]", fields, shown)]
         position += 1
     return []
+
+
+@dataclass(frozen=True)
+class _NearestChunk:
+    """The chunk of an item's kind that matches most of its fields, and the first that differs."""
+
+    number: int
+    kind: str
+    field: str
+    expected: Any
+    found: Any
+
+    def mismatch(self, key: str) -> Mismatch:
+        found = "(absent)" if self.found is ABSENT else repr(self.found)
+        return Mismatch(
+            f"{key}.{self.field}",
+            self.expected,
+            f"{found} (chunk #{self.number}, the nearest {self.kind} chunk after the item before)",
+        )
+
+
+def _nearest_chunk(
+    fields: dict[str, Any], actual: Sequence[dict[str, Any]], start: int
+) -> _NearestChunk | None:
+    """Among the chunks from `start` of the kind `fields` names, the one matching most of its
+    fields (the first of equals), with the first field it differs in; None when no chunk of
+    that kind follows."""
+    kind = fields.get("kind")
+    candidates = [
+        (number, chunk)
+        for number, chunk in enumerate(actual[start:], start=start + 1)
+        if chunk.get("kind") == kind
+    ]
+    if not candidates:
+        return None
+
+    def matching(chunk: dict[str, Any]) -> int:
+        return sum(1 for field, value in fields.items() if _subset(value, chunk.get(field, ABSENT)))
+
+    number, chunk = max(candidates, key=lambda candidate: matching(candidate[1]))
+    field, value = next(
+        (field, value)
+        for field, value in fields.items()
+        if not _subset(value, chunk.get(field, ABSENT))
+    )
+    shown = "(text not shown)" if field == "text" else chunk.get(field, ABSENT)
+    return _NearestChunk(number, str(kind), field, value, shown)
 
 
 def _check_requests(
@@ -419,8 +491,11 @@ def _check_requests(
     for index, request in enumerate(requests):
         for field, expected, actual in _request_fields(wanted, request):
             if field not in failed and not _field_matches(field, expected, actual):
+                shown = (
+                    where_texts_part(expected, actual) if field == "contains_text" else repr(actual)
+                )
                 failed[field] = Mismatch(
-                    f"{key}.{field}", expected, f"{actual!r} (request #{index + 1})"
+                    f"{key}.{field}", expected, f"{shown} (request #{index + 1})"
                 )
     return list(failed.values())
 
@@ -461,6 +536,34 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
     if wanted.absent_text is not None:
         fields.append(("absent_text", wanted.absent_text, text))
     return fields
+
+
+PART_WINDOW: Final = 32
+"""Characters shown on either side of where a request's text parts from a snippet."""
+
+
+def where_texts_part(snippets: Sequence[str], text: str) -> str:
+    """Where `text` parts from the first of `snippets` it does not hold: the longest beginning
+    of the snippet the text holds, and what follows it in each (`'...the snippet's end'` then
+    the text's `'...'` against the snippet's `'...'`). A snippet whose first character the text
+    lacks is said so."""
+    snippet = next(snippet for snippet in snippets if snippet not in text)
+    low, high = 0, len(snippet)  # the longest held beginning is `snippet[:low]`
+    while low < high:
+        middle = (low + high + 1) // 2
+        if snippet[:middle] in text:
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        return f"no text holding the snippet's start {snippet[:PART_WINDOW]!r}"
+    at = text.find(snippet[:low]) + low
+    return (
+        f"the text holds the snippet's first {low} character(s), up to "
+        f"{snippet[max(0, low - PART_WINDOW) : low]!r}, then goes on "
+        f"{text[at : at + PART_WINDOW]!r} where the snippet has "
+        f"{snippet[low : low + PART_WINDOW]!r}"
+    )
 
 
 def shown_tool_choice(request: LlmRequest) -> str:

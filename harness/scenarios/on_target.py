@@ -45,6 +45,7 @@ from harness.scenarios.expect import (
     check_downstream,
     check_module,
     check_observation,
+    shown_tool_choice,
 )
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
@@ -212,6 +213,8 @@ class TargetRunner:
         )
         if isinstance(transport, CassetteTransport) and transport.mode is RecordMode.NONE:
             transport.miss_advice = TARGET_MISS_ADVICE
+        if isinstance(transport, ScriptTransport):
+            transport.answers_a_target = True
         session = self.server.attach(transport, output_tool=FINISH_TOOL)
         try:
             message = _cell_message(cell, options, self.server.session_urls(session), run_id)
@@ -241,6 +244,7 @@ class TargetRunner:
         assert spec is not None
         agent = build.agent_definition(scenario, spec)
         observation = _observation(reply, agent, calls)
+        result.causes.extend(_forced_calls_not_forced(calls, _wire_reader(reply, agent)))
         mismatches, skipped = check_observation(scenario.expect, observation)
         if scenario.workflow is not None and scenario.expect.downstream is not None:
             downstream = run_workflow(scenario.workflow, reply.envelope)
@@ -521,6 +525,31 @@ def _wire_reader(reply: AgentResult, agent: Any) -> Callable[[LlmRequest], Obser
     fragments.update({fragment.name: fragment.text for fragment in forced_fragments(agent)})
     memory_opening = memory_message(("",)).content.split("\n", 1)[0]
     return lambda request: _on_the_wire(request, fragments, memory_opening, trigger)
+
+
+def _forced_calls_not_forced(
+    calls: list[_Call], read: Callable[[LlmRequest], ObservedRequest]
+) -> list[str]:
+    """A line per call the target sent as a forced attempt (it ends with the `[completion]`
+    message) without forcing the completion tool: the cause of whatever the cell then got wrong,
+    said first."""
+    causes = []
+    for number, call in enumerate(calls, start=1):
+        if call.kind != "work":
+            continue
+        try:
+            observed = read(call.request)
+        except (ValueError, HarnessError):
+            continue
+        if observed.completion_metadata is None:
+            continue
+        causes.append(
+            f"the target's call #{number} carries the [completion] message of a forced attempt "
+            f"but went out with tool_choice {shown_tool_choice(observed.request)}: a forced call "
+            f"names the completion tool ({FINISH_TOOL}) as its tool choice, with it as the only "
+            "tool"
+        )
+    return causes
 
 
 def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObservation:

@@ -155,13 +155,15 @@ def failure_lines(result: CellResult, *, paths: ScenarioPaths | None = None) -> 
     )
     if result.error is not None:
         lines.append(f"{where}: {result.error}")
-    if lines and result.misses:
-        # the cause first: what the target asked that the cassette or script could not answer
-        caused: list[str] = []
-        for miss in result.misses:
+    if lines and (result.misses or result.causes):
+        # the cause first: what the target asked that the cassette or script could not answer,
+        # each once, and not again where a later line quotes it (the target's error message)
+        caused = [f"{where}: {cause}" for cause in result.causes]
+        for miss in dict.fromkeys(result.misses):
             first, *rest = miss.splitlines()
             caused.append(f"{where}: the target's request was not answered: {first}")
             caused.extend(f"    {line}" for line in rest)
+            lines = [line.replace(first, "(the request not answered, above)") for line in lines]
         lines = caused + lines
     if lines and result.stderr:
         lines.append(f"{where}: the target's stderr:")

@@ -114,6 +114,9 @@ class CellResult:
     misses: list[str] = field(default_factory=list)
     """On a target: the requests its session could not answer (a cassette miss, a used-up
     script), each with its diagnosis; a failing cell's report shows them first, as the cause."""
+    causes: list[str] = field(default_factory=list)
+    """On a target: what its traffic shows went wrong first (a forced attempt sent without
+    forcing the completion tool); a failing cell's report shows them first."""
     detail: CellDetail | None = None
     """With `RunOptions.collect_detail`: what an agent cell's run did, call by call."""
     engine: EngineName = "simulated"

@@ -216,3 +216,34 @@ def test_gemini_member_names_in_snake_case_are_the_request_but_data_in_them_is_n
     assert key(schema) != key(
         declaration("parameters", {"properties": {"firstName": {"maxLength": 3}}})
     )
+
+
+def test_a_forced_request_that_misses_is_compared_with_the_recorded_forced_request_first(
+    tmp_path: Path,
+) -> None:
+    """The nearest recorded request by distance is the work request (it differs only in the tool
+    choice); the miss diagnosis compares a forced request with the recorded forced one."""
+    from tests.support.cassette_traffic import CHAT, OPENAI, ScriptedProvider, chat
+
+    finish = {"type": "function", "function": {"name": "__finish__", "parameters": {}}}
+    search = {"type": "function", "function": {"name": "search", "parameters": {}}}
+    forced = {"type": "function", "function": {"name": "__finish__"}}
+    work = chat("Capital of France?", tools=[search, finish], tool_choice="auto")
+    recorded_forced = chat(
+        "[completion] Finish now: call __finish__ (attempt 1 of 2).",
+        tools=[finish],
+        tool_choice=forced,
+    )
+    cassette = tmp_path / "c.json"
+    provider = ScriptedProvider()
+    transport = CassetteTransport(cassette, mode="once", inner=provider.transport())
+    with httpx2.Client(transport=transport, base_url=OPENAI) as client:
+        client.post(CHAT, json=work)
+        client.post(CHAT, json=recorded_forced)
+
+    requested = {**work, "tool_choice": forced}  # one difference from the work request
+    with pytest.raises(CassetteMissError) as caught:
+        send(CassetteTransport(cassette, inner=NoNetwork()), CHAT, requested)
+    message = str(caught.value)
+    assert "forced requests of __finish__, then the rest" in message
+    assert "Differences from #1, recorded -> requested:" in message

@@ -376,11 +376,51 @@ def test_chunks_in_order_places_forced_chunks_among_step_chunks(tmp_path: Path) 
         "phase": "attempt_started",
         "attempt": 1,
     }
-    assert {"kind": "step_start", "phase": "forced"} in mismatch.actual
-    # the stream is shown with the compared fields only: never a text delta's text
-    assert all("text" not in chunk for chunk in mismatch.actual)
+    # the order differs: the chunk is there, before the one the item before matched
+    assert isinstance(mismatch.actual, str)
+    assert mismatch.actual.startswith("only chunk #")
+    assert ", which the item before matched" in mismatch.actual
+
+
+def test_chunks_in_order_names_the_field_of_the_nearest_chunk_of_its_kind(tmp_path: Path) -> None:
+    """An item whose kind follows but whose fields differ: the first differing field of the
+    nearest such chunk is named, not the whole stream."""
+    items = (
+        "    - {kind: step_finish, step: 0}\n"
+        "    - {kind: forced_completion, phase: attempt_failed, attempt: 2}\n"
+    )
+    (mismatch,) = mismatches(tmp_path, AGENT + IN_ORDER + items)
+    assert mismatch.key == "chunks_in_order[1].attempt"
+    assert mismatch.expected == 2
+    assert isinstance(mismatch.actual, str)
+    assert mismatch.actual.startswith("1 (chunk #")
+    assert "the nearest forced_completion chunk after the item before" in mismatch.actual
+    # a kind the stream lacks: the stream as the items see it, never a text delta's text
+    (absent,) = mismatches(
+        tmp_path, AGENT + IN_ORDER + "    - {kind: text_delta}\n    - {kind: tool_result}\n"
+    )
+    assert absent.key == "chunks_in_order[1]"
+    assert isinstance(absent.actual, list)
+    assert all("text" not in chunk for chunk in absent.actual)
 
 
 def test_a_chunks_in_order_item_gives_only_fields_of_its_kind(tmp_path: Path) -> None:
     message = refusal(tmp_path, AGENT + IN_ORDER + "    - {kind: step_start, granted: true}\n")
     assert "a step_start chunk has no field granted; its fields: phase, step" in message
+
+
+# -- contains_text ----------------------------------------------------------------------------------
+
+
+def test_contains_text_says_where_the_request_text_parts_from_the_snippet() -> None:
+    from harness.scenarios.expect import where_texts_part
+
+    text = "System prompt.\nTool results: weather=sunny, time=noon.\n[completion] Finish now."
+    shown = where_texts_part(["Tool results: time=noon, weather=sunny"], text)
+    assert shown == (
+        "the text holds the snippet's first 14 character(s), up to 'Tool results: ', then goes "
+        "on 'weather=sunny, time=noon.\\n[compl' where the snippet has 'time=noon, weather=sunny'"
+    )
+    assert where_texts_part(["held", "Zebra"], "held text") == (
+        "no text holding the snippet's start 'Zebra'"
+    )

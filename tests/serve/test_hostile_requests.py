@@ -169,7 +169,7 @@ def test_a_miss_is_the_sdks_not_found_error_with_the_diagnosis_and_no_key(
     assert failed.error.status == 404
     message = (failed.error.body if provider == "openai" else failed.error.body["error"])["message"]
     assert f"{GOOD[provider]}.json has no interaction for POST {ENDPOINT[provider]}" in message
-    assert "Nearest recorded requests (same method and path, each distinct request once)" in message
+    assert "Nearest recorded requests (same method and path, each distinct request once;" in message
     assert "Differences from #0, recorded -> requested:" in message
     where = "$.messages[1].content" if provider == "openai" else "$.messages[0].content[0].text"
     assert f'{where}: "What is the capital of' in message

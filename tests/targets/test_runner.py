@@ -4,6 +4,7 @@ its answers and its traffic, whatever the target does wrong."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -15,7 +16,7 @@ from harness.scenarios import RunOptions, expand, load_scenarios, run_cell
 from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.report import failure_lines, skip_lines, skip_summary, summary
 from harness.targets import REFERENCE_TARGET, json_schema
-from tests.support.targets import stdio_target
+from tests.support.targets import PROGRAM, stdio_target
 
 ROOT = Path(__file__).resolve().parents[2]
 FORCED = ROOT / "scenarios" / "forced"
@@ -357,5 +358,45 @@ def test_a_request_the_session_could_not_answer_is_the_first_failure_line(
     first, _ = run_on(TargetSpec(command=stdio_target(tmp_path, extra)), path)
     lines = failure_lines(first)
     assert "the target's request was not answered:" in lines[0], lines
-    assert "script" in lines[0], lines
+    assert (
+        "the target made one call more than the reference: call #2, a work call "
+        "(POST /v1/chat/completions), after the 1 repl(ies) of the script" in lines[0]
+    ), lines
+    assert "add a reply" not in "\n".join(lines)
     assert any("expect.llm_calls: expected 1, got 2" in line for line in lines[1:]), lines
+
+
+FORCED_CELL = """\
+- name: forced
+  stores: [memory]
+  runtimes: [js]
+  script:
+    - text: It is Paris.
+    - tool_calls: [{name: __finish__, arguments: {city: Paris}}]
+  agent:
+    user_message: "Capital?"
+    output_schema: {type: object, properties: {city: {type: string}}, required: [city]}
+  expect: {status: completed, forced_calls: 1}
+"""
+
+
+def test_a_forced_attempt_sent_with_tool_choice_auto_is_the_first_failure_line(
+    tmp_path: Path,
+) -> None:
+    """A target that sends its forced attempt (the `[completion]` message, the completion tool)
+    without forcing the tool: the first line says so, before the counts it then gets wrong."""
+    program = tmp_path / "auto.py"
+    program.write_text(
+        "import harness.agent.loop as loop\n"
+        "loop.NamedToolChoice = lambda name: 'auto'  # the forced call left to the model\n"
+        + PROGRAM.format(change="    pass")
+    )
+    path = tmp_path / "forced.yaml"
+    path.write_text(FORCED_CELL)
+    (result,) = run_on(TargetSpec(command=f"{sys.executable} {program}"), path)
+    lines = failure_lines(result)
+    assert (
+        "the target's call #2 carries the [completion] message of a forced attempt but went out "
+        "with tool_choice auto: a forced call names the completion tool (__finish__)" in lines[0]
+    ), lines
+    assert any("expect.forced_calls: expected 1, got 0" in line for line in lines[1:]), lines
