@@ -1,8 +1,9 @@
 """The counts the documentation states are the library's, not typed in and forgotten.
 
 docs/targets.md says how many cells the example agent targets pass ("every agent cell of the
-`js` profile it declares (N)"). Here N is compared with the cells of the scenario library that a
-target with the examples' hello runs (the same rule `harness run --target-cmd` skips by), so a
+`js` profile it declares (N)"), and the example decision module ("passes every decision cell of
+the library (N)"). Here each N is compared with the cells of the scenario library that a
+target with that example's hello runs (the same rule `harness run --target-cmd` skips by), so a
 scenario added or removed fails this test until the page says the new number;
 tests/targets/test_examples.py runs each example and checks it passes exactly N (both read the
 numbers through tests/support/example_cells.py).
@@ -16,11 +17,21 @@ from typing import Final
 
 from harness.scenarios import load_scenarios
 from tests.docs.fences import ROOT, documents
-from tests.support.example_cells import declared_cells, documented_agent_cells, example_hello
+from tests.support.example_cells import (
+    decision_hello,
+    declared_cells,
+    documented_agent_cells,
+    documented_decision_cells,
+    example_hello,
+)
 
 
 def test_the_page_states_the_example_agents_cell_count() -> None:
     assert documented_agent_cells() == declared_cells(example_hello())
+
+
+def test_the_page_states_the_example_decision_modules_cell_count() -> None:
+    assert documented_decision_cells() == declared_cells(decision_hello())
 
 
 def test_the_example_agents_declare_the_same_cells() -> None:

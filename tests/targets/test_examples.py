@@ -26,7 +26,12 @@ from typing import Any, Final
 import pytest
 from filelock import FileLock, Timeout
 
-from tests.support.example_cells import completion_hello, declared_cells, documented_agent_cells
+from tests.support.example_cells import (
+    completion_hello,
+    declared_cells,
+    documented_agent_cells,
+    documented_decision_cells,
+)
 from tests.support.node import INSTALL_SECONDS, install_packages, installed_node
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -112,6 +117,24 @@ NODE_COMPLETION: Final = Example(
     ),
     passes=lambda: declared_cells(completion_hello()),
 )
+NODE_DECISION: Final = Example(
+    folder="node_decision",
+    program="target.mjs",
+    scenarios=AGENT_SCENARIOS,  # the whole library: every decision cell, the others skipped
+    mutated_file="decision.mjs",
+    # a cut-off reply taken as a decision when its tool calls parse, though a later call may be
+    # missing
+    line='if (reply.stop === "limit_reached") {',
+    mutant='if (reply.stop === "limit_reached" && !reply.toolCalls.length) {',
+    mutant_scenarios=("scenarios/decision/failures.yaml",),
+    failure=(
+        "scenarios/decision/failures.yaml:LINE decision-cut-off-after-a-complete-tool-call: "
+        "expect.status: expected 'failed', got 'completed'"
+    ),
+    passes=documented_decision_cells,
+)
+RUN_HERE: Final = [PYTHON_AGENT, NODE_AGENT, NODE_AI_SDK_AGENT, NODE_COMPLETION, NODE_DECISION]
+"""The examples this file runs (the Cloudflare one has a test of its own)."""
 
 
 def command(example: Example, folder: Path) -> str:
@@ -217,11 +240,7 @@ def cells(report: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize(
-    "example",
-    [PYTHON_AGENT, NODE_AGENT, NODE_AI_SDK_AGENT, NODE_COMPLETION],
-    ids=lambda e: e.folder,
-)
+@pytest.mark.parametrize("example", RUN_HERE, ids=lambda e: e.folder)
 def test_the_example_passes_every_cell_it_declares(example: Example, tmp_path: Path) -> None:
     target = command(example, EXAMPLES / example.folder)
     report = tmp_path / "report.json"
@@ -253,11 +272,7 @@ def test_the_example_passes_every_cell_it_declares(example: Example, tmp_path: P
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize(
-    "example",
-    [PYTHON_AGENT, NODE_AGENT, NODE_AI_SDK_AGENT, NODE_COMPLETION],
-    ids=lambda e: e.folder,
-)
+@pytest.mark.parametrize("example", RUN_HERE, ids=lambda e: e.folder)
 def test_the_mutant_fails_with_the_line_a_user_reads(example: Example, tmp_path: Path) -> None:
     command(example, EXAMPLES / example.folder)  # installs the packages the copy links to
     target = command(example, mutated_copy(example, tmp_path / example.folder))

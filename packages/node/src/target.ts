@@ -6,6 +6,7 @@
  */
 
 import { Console } from "node:console";
+import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { HarnessError, invalidArgument } from "./errors.js";
 import type * as Protocol from "./generated/target-protocol.js";
@@ -185,7 +186,7 @@ async function answerTo(
 ): Promise<Answer | "shutdown"> {
   let message: unknown;
   try {
-    message = JSON.parse(line);
+    message = readMessage(line);
   } catch (error) {
     return { type: "error", message: `the target could not read a message: it is not JSON (${describe(error)})` };
   }
@@ -205,6 +206,60 @@ async function answerTo(
     default:
       return { type: "error", id, message: `the target does not know messages of type ${JSON.stringify(fields.type)}` };
   }
+}
+
+/**
+ * One message of the harness. A workflow state may hold a number JSON has no spelling for (a
+ * scenario's `.nan`, which a module must refuse): the harness, a Python program, writes it as
+ * `NaN`, `Infinity` or `-Infinity`, as Python's `json` does. Those tokens, outside strings, are
+ * read as the numbers they name, so a handler sees the value a workflow engine would give it;
+ * anything else that is not JSON is still refused.
+ */
+function readMessage(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch (error) {
+    const marker = `\u0000harness-non-finite-${randomUUID()}:`;
+    const rewritten = withNonFiniteMarked(line, marker);
+    if (rewritten === null) throw error;
+    const numbers: Record<string, number> = { NaN, Infinity, "-Infinity": -Infinity };
+    try {
+      return JSON.parse(rewritten, (_key, value: unknown) =>
+        typeof value === "string" && value.startsWith(marker) ? numbers[value.slice(marker.length)] : value,
+      );
+    } catch {
+      throw error; // what is wrong with the line as it came, not with its rewriting
+    }
+  }
+}
+
+const NON_FINITE = ["-Infinity", "Infinity", "NaN"] as const;
+
+/** `line` with each `NaN`, `Infinity` and `-Infinity` outside a string replaced by a string
+ * holding `marker` and the token, or null when it has none. */
+function withNonFiniteMarked(line: string, marker: string): string | null {
+  let rewritten = "";
+  let found = false;
+  let inString = false;
+  for (let index = 0; index < line.length; index++) {
+    const character = line.charAt(index);
+    if (inString) {
+      rewritten += character;
+      if (character === "\\") rewritten += line.charAt(++index);
+      else if (character === '"') inString = false;
+      continue;
+    }
+    if (character === '"') inString = true;
+    const token = NON_FINITE.find((name) => line.startsWith(name, index));
+    if (token === undefined) {
+      rewritten += character;
+      continue;
+    }
+    rewritten += JSON.stringify(marker + token);
+    index += token.length - 1;
+    found = true;
+  }
+  return found ? rewritten : null;
 }
 
 async function runCell(id: string, cell: object, options: TargetOptions): Promise<Answer> {

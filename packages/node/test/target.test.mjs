@@ -106,6 +106,29 @@ describe("runTarget", () => {
     assert.equal(await target.exited, 0);
   });
 
+  it("reads NaN, Infinity and -Infinity outside strings as numbers, as the harness writes them", async () => {
+    const target = startTarget();
+    // a scenario's `.nan` in a workflow state, written by the harness's Python `json`
+    const cell = JSON.stringify(completionCell("non-finite", [{ describe: ["X1", "X2", "X3", 'NaN "Infinity"', 1] }]));
+    target.send(cell.replace('"X1"', "NaN").replace('"X2"', "Infinity").replace('"X3"', "-Infinity"));
+    target.send('{"type": "cell", "id": "broken", "kind": "completion", "executions": [NaNa]}');
+    assert.deepEqual(await target.next(), {
+      type: "result",
+      id: "non-finite",
+      executions: [
+        {
+          outputs: { echo: ["number NaN", "number Infinity", "number -Infinity", 'string NaN "Infinity"', "number 1"] },
+          error: null,
+        },
+      ],
+    });
+    const unreadable = await target.next();
+    assert.equal(unreadable.id, undefined);
+    assert.match(unreadable.message, /^the target could not read a message: it is not JSON/);
+    target.child.stdin.end();
+    assert.equal(await target.exited, 0);
+  });
+
   it("answers an agent cell with the handler's result under the cell's id", async () => {
     const target = startTarget();
     target.send({ type: "cell", id: "agent[js-memory]", kind: "agent", user_message: "hi", session_id: "s" });
