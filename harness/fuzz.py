@@ -2,11 +2,14 @@
 it as a scenario file.
 
 Cells are generated with hypothesis from the property kit's own strategies (`harness.strategies`),
-of every kind the target runs. Agent cells: agents with budgets 0..3 or none, 1..3 steps, tools
-(approval granted or denied), skills, workspaces, memory, streaming and reasoning; scripts of
-prose, `max_tokens` cuts, tool calls with cut-off JSON, `__finish__` with siblings (before or
-after it), several calls in one reply, schema-invalid output, provider errors; every provider
-the target speaks (`hello.providers`); plus text that is blank to Java, JavaScript and Python alike. Module cells: completion
+of every kind the target runs. Agent cells: agents with an output schema or none (a plain run),
+budgets 0..3 or none, 1..3 steps, tools (approval granted or denied), skills, workspaces, memory,
+streaming and reasoning (OpenAI efforts, Anthropic thinking); scripts of prose, `max_tokens`
+cuts, tool calls with cut-off JSON, `__finish__` with siblings (before or after it), several
+calls in one reply, schema-invalid output, provider errors and the provider's refusal of a
+forced tool choice; every provider the target speaks (`hello.providers`); plus text that is
+blank to Java, JavaScript and Python alike; and, as the hello's features allow, an
+`llm_config_override` for the forced phase, crash points and a cancellation. Module cells: completion
 executions through one module, decision states with a model selection, an ACL, a tool policy
 and scripted replies. Each cell runs on the target and on the reference through the
 `--compare-reference` machinery, and the contract differ (`harness.scenarios.contract`) decides
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import time
 import uuid
 import warnings
@@ -36,13 +40,16 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException, HypothesisWarning
 
 from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefinition
+from harness.agent.spec import ConfigOverrideSpec, FaultSpec
+from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.interrupts import Interrupts, interrupts_redelivered
 from harness.json_body import canonical_number
 from harness.llm.gateway import GatewayConfig, LlmGateway
-from harness.llm.script import ScriptedReply, ScriptTransport
+from harness.llm.script import ScriptedError, ScriptedReply, ScriptTransport
 from harness.providers import PROVIDERS, Provider, find_provider
+from harness.runtimes.run import FaultNotReachedError
 from harness.scenarios.contract import request_view
 from harness.scenarios.expect import AgentObservation, module_observation
 from harness.scenarios.format import Scenario, StreamChunkExpect
@@ -200,6 +207,54 @@ def _java_blank_replies() -> st.SearchStrategy[ScriptedReply]:
     return st.builds(ScriptedReply, text=st.sampled_from(JAVA_BLANKS), truncated=st.booleans())
 
 
+TOOL_CHOICE_REFUSALS: Final[dict[str, ScriptedError]] = {
+    "openai": ScriptedError(
+        status=400,
+        type="invalid_request_error",
+        message="Unsupported value: 'tool_choice' does not support 'required' with this model.",
+    ),
+    "anthropic": ScriptedError(
+        status=400,
+        type="invalid_request_error",
+        message="Thinking may not be enabled when tool_choice forces tool use.",
+    ),
+    "gemini": ScriptedError(
+        status=400,
+        type="INVALID_ARGUMENT",
+        message="Function calling is not enabled for models/gemini-2.5-flash",
+    ),
+}
+"""Each provider's HTTP 400 refusing a call that forces a tool, in its own words: the reference
+reads it as `framework_completion_tool_choice_unsupported` when it answers a forced call (the
+run fails at once, no attempt spent), as a failed call when it answers a work call."""
+
+
+def _refusals_and_blanks(provider: Provider) -> st.SearchStrategy[ScriptedReply]:
+    """Replies no property-kit strategy writes: Java blanks, and `provider`'s refusal of a forced
+    tool choice (`TOOL_CHOICE_REFUSALS`)."""
+    refusal = TOOL_CHOICE_REFUSALS.get(provider)
+    if refusal is None:
+        return _java_blank_replies()
+    return _java_blank_replies() | st.just(ScriptedReply(error=refusal))
+
+
+_OVERRIDE_TEMPERATURES: Final = (0.1, 1.5)
+
+
+def _config_overrides(provider: Provider) -> st.SearchStrategy[ConfigOverrideSpec]:
+    """What a generated agent's `llm_config_override` returns in the forced phase: another of
+    `provider`'s tool models, a temperature (the generated agents set none), a token cap, or any
+    of them together (nothing at all included: an override that changes nothing)."""
+    spec = find_provider(provider)
+    assert spec is not None  # a Provider is registered
+    return st.builds(
+        ConfigOverrideSpec,
+        model=st.none() | st.sampled_from(spec.tool_models),
+        temperature=st.none() | st.sampled_from(_OVERRIDE_TEMPERATURES),
+        max_tokens=st.none() | st.just(128),
+    )
+
+
 def _supported(agent: AgentDefinition, features: Sequence[str]) -> AgentDefinition:
     """`agent` without what the target's hello does not declare, so no generated cell is skipped."""
     update: dict[str, Any] = {}
@@ -234,7 +289,14 @@ def fuzz_scenarios(
     often each is drawn when there are several): agent cells (`runtime`, the memory store) with
     a script long enough for any run of the agent, using only the protocol `features` given (a
     target's `hello.features`) so no cell is skipped; decision and completion module cells
-    (`module_scenarios`). Shrinks towards an agent cell of one provider's prose."""
+    (`module_scenarios`). Shrinks towards an agent cell of one provider's prose.
+
+    Agent cells use each feature only when `features` holds it: `streaming`, `memory` and
+    `approval` in the agent; `llm_config_override` for an override of the forced phase
+    (`_config_overrides`); `faults` for one or two crash points, `cancel` for a cancellation,
+    each after a persistence the reference's run of the cell reaches (`_reached_points`), so a
+    crash or cancellation always acts. Agents without an output schema (a plain run, no forced
+    phase) and each provider's refusal of a forced tool choice are always among them."""
     unknown = sorted(set(kinds) - set(get_args(ScenarioKind)))
     if not kinds or unknown:
         raise FuzzOptionError(
@@ -260,19 +322,115 @@ def _agent_scenarios(
             tools = [tool.name for tool in agent.all_tools()]
             reply = replies(agent.output_schema, tools=tools, provider=provider)
             length = agent.max_steps + agent.max_completion_retries
-            script = st.lists(reply | _java_blank_replies(), min_size=length, max_size=length)
+            script = st.lists(
+                reply | _refusals_and_blanks(provider), min_size=length, max_size=length
+            )
+            override: st.SearchStrategy[ConfigOverrideSpec | None] = st.none()
+            if "llm_config_override" in features:
+                override = st.none() | _config_overrides(provider)
             return st.builds(
-                lambda script_, default_budget, deny: _scenario(
-                    agent, provider, runtime, script_, default_budget=default_budget, deny=deny
+                lambda script_, default_budget, deny, override_: _scenario(
+                    agent,
+                    provider,
+                    runtime,
+                    script_,
+                    default_budget=default_budget,
+                    deny=deny,
+                    override=override_,
                 ),
                 script,
                 st.booleans(),
                 st.booleans() if "approval" in features else st.just(False),
+                override,
             )
 
-        return agents(provider=provider).map(lambda a: _supported(a, features)).flatmap(scenario)
+        # with an output schema or without one (a plain run, no forced phase); shrinks to with
+        generated = st.booleans().flatmap(
+            lambda plain: agents(provider=provider, output_schema=not plain)
+        )
+        return generated.map(lambda a: _supported(a, features)).flatmap(scenario)
 
-    return st.sampled_from(list(providers)).flatmap(for_provider)
+    cells = st.sampled_from(list(providers)).flatmap(for_provider)
+    if "faults" in features or "cancel" in features:
+        return cells.flatmap(lambda cell: _interrupted(cell, features))
+    return cells
+
+
+def _interrupted(scenario: Scenario, features: Sequence[str]) -> st.SearchStrategy[Scenario]:
+    """`scenario` as it is (what this shrinks to), or, as `features` allow, crashed after one
+    or two persistences (`faults`; the run resumes from its store) or cancelled after one
+    (`cancel`): only persistences the reference's uninterrupted run reaches, which a crashed
+    run reaches too, as it resumes and goes on through the same points."""
+    kinds: list[st.SearchStrategy[Scenario]] = [st.just(scenario)]
+    reached = [
+        (point, occurrence)
+        for point, count in sorted(
+            _reached_points(scenario).items(), key=lambda item: PERSISTENCE_POINTS.index(item[0])
+        )
+        for occurrence in range(1, count + 1)
+    ]
+
+    def with_(update: dict[str, Any]) -> Scenario:
+        document = scenario.model_dump(mode="json", exclude_unset=True)
+        return Scenario.model_validate({**document, **update})
+
+    if "faults" in features:
+        kinds.append(
+            st.lists(st.sampled_from(reached), min_size=1, max_size=2, unique=True).map(
+                lambda crashes: with_(
+                    {"faults": [{"crash_after": p, "occurrence": n} for p, n in crashes]}
+                )
+            )
+        )
+    cancellable = [(point, n) for point, n in reached if point != "run_finished"]
+    if "cancel" in features and cancellable:
+        kinds.append(
+            st.sampled_from(cancellable).map(
+                lambda at: with_({"cancel": {"after": at[0], "occurrence": at[1]}})
+            )
+        )
+    return st.one_of(kinds)
+
+
+_NEVER: Final = 1_000_000
+"""An occurrence no run reaches: the probe fault of `_reached_points`, which never fires."""
+
+
+def _reached_points(scenario: Scenario) -> dict[PersistencePoint, int]:
+    """How often the reference's run of the agent `scenario` (uninterrupted) reaches each
+    persistence point: run with a crash point it never reaches, which reports them."""
+    spec = scenario.agent
+    assert spec is not None
+    assert scenario.script is not None
+    runtime, _ = scenario.cells()[0]
+    probe = scenario.model_copy(
+        update={"faults": [FaultSpec(crash_after="run_finished", occurrence=_NEVER)]}
+    )
+    gateway = LlmGateway(
+        GatewayConfig(provider=scenario.provider, base_url="https://scripted.invalid"),
+        transport=ScriptTransport(scenario.provider, list(scenario.script)),
+    )
+    store = open_store("memory://")
+    # a module the run imports late may draw from the global random (rich does, once), which
+    # hypothesis takes for a strategy using `random`: the probe leaves it as it found it
+    random_state = random.getstate()
+    try:
+        run_reference_agent(
+            probe,
+            gateway,
+            store,
+            runtime=runtime,
+            run_id="fuzz-probe",
+            session_id="session-fuzz-probe",
+            user_message=spec.user_message,
+        )
+    except FaultNotReachedError as error:
+        return error.seen
+    finally:
+        store.close()
+        gateway.close()
+        random.setstate(random_state)
+    raise AssertionError("a run never reaches run_finished a million times")  # pragma: no cover
 
 
 _MODEL_IDS: Final = uuid.UUID("6f1d2c3b-5a4e-4f60-8b7c-9d0e1f2a3b4c")
@@ -412,10 +570,14 @@ def _scenario(
     *,
     default_budget: bool,
     deny: bool,
+    override: ConfigOverrideSpec | None = None,
 ) -> Scenario:
     """The cell as a scenario. With `default_budget`, a budget of the default (2) is left out,
-    so the target's own default is what runs; with `deny`, every approval-gated tool is denied."""
+    so the target's own default is what runs; with `deny`, every approval-gated tool is denied;
+    `override` is what the agent's `llm_config_override` returns in the forced phase."""
     spec = _agent_spec(agent).model_dump(exclude_defaults=True)
+    if override is not None:
+        spec["llm_config_override"] = override.model_dump(exclude_none=True)
     if default_budget and agent.max_completion_retries == DEFAULT_MAX_COMPLETION_RETRIES:
         spec.pop("max_completion_retries", None)
     if deny:
@@ -821,7 +983,8 @@ def _module_expect(execution: ModuleExecution) -> dict[str, Any]:
 def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
     """An agent cell's status, error code, output, call counts, the exact forced-completion
     chunks, the whole chunk stream but its text, what every work and forced request carried
-    alike, its persisted forced state, counters and records."""
+    alike, its persisted forced state, counters (the `llm_config_override` calls' phases, when
+    the agent has one) and records."""
     spec = scenario.agent
     assert spec is not None
     assert scenario.script is not None
@@ -873,6 +1036,8 @@ def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
         expect["store"] = forced.model_dump(mode="json", by_alias=True, exclude_none=True)
     if spec.memory is not None:
         expect["memory_extractions"] = run.memory_extractions
+    if spec.llm_config_override is not None:
+        expect["llm_config_override_calls"] = list(run.override_calls or [])
     record = {
         key: value
         for key, value in run.outcome_record.items()

@@ -139,7 +139,11 @@ class FaultNotReachedError(HarnessError, AssertionError):
 
     code = "fault_not_reached"
 
+    seen: dict[PersistencePoint, int]
+    """How often the run reached each persistence point (crashed runs and resumes together)."""
+
     def __init__(self, faults: Sequence[Fault], seen: dict[PersistencePoint, int]) -> None:
+        self.seen = dict(seen)
         described = ", ".join(
             f"crash_after {f.point} occurrence {f.occurrence} (reached {seen.get(f.point, 0)}x)"
             for f in faults

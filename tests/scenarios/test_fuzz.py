@@ -12,25 +12,30 @@ from typing import TYPE_CHECKING, Final
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 
 from harness import files
 from harness.cli import main
 from harness.fuzz import (
+    TOOL_CHOICE_REFUSALS,
     FuzzOptionError,
     FuzzWriteError,
     fuzz,
     fuzz_scenarios,
     fuzz_target,
+    reference_expect,
     write_scenario,
 )
+from harness.llm.script import ScriptedReply
+from harness.providers import PROVIDERS, Provider
 from harness.scenarios.format import Scenario
 from harness.scenarios.load import load_file
 from harness.scenarios.on_target import TargetSpec, target_runner
 from harness.scenarios.run import Cell, RunOptions, run_cell
+from harness.strategies import MODELS
 from harness.targets import REFERENCE_TARGET
 from harness.targets.errors import TargetSpecError
-from harness.targets.protocol import ScenarioKind
+from harness.targets.protocol import FEATURES, ScenarioKind
 from tests.support.targets import stdio_target
 
 if TYPE_CHECKING:
@@ -391,6 +396,162 @@ def test_generated_arguments_hold_only_numbers_javascript_and_python_write_alike
             for number in _numbers(call.arguments):
                 assert not number.is_integer(), number
                 assert abs(number) >= 1e-4, number
+
+
+_FIND: Final = settings(
+    database=None, max_examples=300, deadline=None, phases=(Phase.generate,), derandomize=True
+)
+"""The first generated cell that shows what a test looks for (not shrunk: each try of some runs
+the reference)."""
+
+
+def _refuses_tool_choice(reply: ScriptedReply) -> bool:
+    return reply.error is not None and reply.error in TOOL_CHOICE_REFUSALS.values()
+
+
+def test_plain_agents_without_an_output_schema_are_generated() -> None:
+    """A plain run: no output schema, so no forced phase, whatever the script says."""
+    plain = find(
+        fuzz_scenarios(),
+        lambda cell: cell.agent is not None and cell.agent.output_schema is None,
+        settings=_FIND,
+    )
+    (expect,) = reference_expect(plain)
+    assert expect["forced_calls"] == 0
+    assert expect["chunk_sequence"] == []
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(scenario=fuzz_scenarios(features=()))
+def test_nothing_a_target_does_not_declare_is_generated(scenario: Scenario) -> None:
+    assert scenario.agent is not None
+    assert scenario.agent.llm_config_override is None
+    assert scenario.faults == []
+    assert scenario.cancel is None
+    assert not scenario.agent.stream
+    assert scenario.agent.memory is None
+
+
+def test_an_override_is_generated_for_a_target_that_declares_it() -> None:
+    """The forced phase's override changes the forced request, never the work requests: a
+    target passing the wrong execution phase to it differs in `work_request`, one that ignores
+    it in `forced_request`."""
+    cell = find(
+        fuzz_scenarios(features=["llm_config_override"]),
+        lambda cell: (
+            cell.agent is not None
+            and cell.agent.llm_config_override is not None
+            and cell.agent.llm_config_override.temperature is not None
+            and reference_expect(cell)[0]["forced_calls"] > 0
+        ),
+        settings=_FIND,
+    )
+    assert cell.agent is not None
+    assert cell.agent.llm_config_override is not None
+    (expect,) = reference_expect(cell)
+    assert expect["forced_request"]["temperature"] == cell.agent.llm_config_override.temperature
+    assert expect.get("work_request", {}).get("temperature") is None
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_provider_s_refusal_is_generated_and_read_as_one(provider: Provider) -> None:
+    """Each provider's refusal is among its replies, in words its adapter reads as a refusal of
+    the forced tool choice: answering a forced call, the run fails at once with
+    `framework_completion_tool_choice_unsupported` (as in the library's hand-written cell)."""
+    find(
+        fuzz_scenarios(providers=[provider]),
+        lambda cell: any(_refuses_tool_choice(reply) for reply in cell.script or []),
+        settings=_FIND,
+    )
+    refused = Scenario.model_validate(
+        {
+            "name": "refused",
+            "provider": provider,
+            "model": MODELS[provider][0],
+            "stores": ["memory"],
+            "script": [
+                {"text": "Paris."},
+                {"error": TOOL_CHOICE_REFUSALS[provider].model_dump()},
+            ],
+            "agent": {
+                "system_prompt": "You find capitals.",
+                "output_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    )
+    (expect,) = reference_expect(refused)
+    assert expect["error_code"] == "framework_completion_tool_choice_unsupported"
+    assert expect["forced_calls"] == 1
+
+
+def test_reasoning_and_thinking_agents_are_generated() -> None:
+    """OpenAI reasoning and Anthropic extended thinking (which no forced call may keep on)."""
+    for provider in ("openai", "anthropic"):
+        cell = find(
+            fuzz_scenarios(providers=[provider]),
+            lambda cell: cell.agent is not None and cell.agent.reasoning not in (None, "disabled"),
+            settings=_FIND,
+        )
+        assert cell.provider == provider
+
+
+@pytest.mark.parametrize("feature", ["faults", "cancel"])
+def test_crash_points_and_cancellations_are_generated_where_the_run_reaches_them(
+    feature: str,
+) -> None:
+    """Only when the target declares the feature; each after a persistence the run reaches, so
+    the written cell passes on the reference (no `fault_not_reached`, no `cancel_not_reached`)."""
+    cell = find(
+        fuzz_scenarios(features=[feature]),
+        lambda cell: bool(cell.faults if feature == "faults" else cell.cancel),
+        settings=_FIND,
+    )
+    assert (cell.cancel is None) if feature == "faults" else (cell.faults == [])
+    (expect,) = reference_expect(cell)
+    if feature == "cancel":
+        assert expect["status"] == "cancelled"
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=fuzz_scenarios(features=FEATURES))
+def test_cells_with_every_feature_pass_their_written_expect_on_the_reference(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    path = write_scenario(scenario, tmp_path, description="a generated cell")
+    (loaded,) = load_file(path)
+    written = loaded.scenario
+    assert (written.agent, written.faults, written.cancel) == (
+        scenario.agent,
+        scenario.faults,
+        scenario.cancel,
+    )
+    result = run_cell(Cell(loaded, *written.cells()[0]), RunOptions())
+    assert result.passed, result.mismatches
+
+
+@pytest.mark.parametrize(
+    ("mutant", "seed", "difference"),
+    [
+        (
+            "tests.support.fuzz_mutants:ignores_config_override",
+            0,
+            ("answer.requests", "answer.counters.llm_config_override_calls"),
+        ),
+        ("tests.support.fuzz_mutants:ignores_cancel", 0, ("answer.status",)),
+    ],
+)
+def test_a_target_getting_a_generated_feature_wrong_is_found(
+    mutant: str, seed: int, difference: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Found on a target declaring every feature, among cells of every kind."""
+    outcome = fuzz(TargetSpec(callable=mutant), cells=BUDGET, seed=seed, out=tmp_path)
+    finding = outcome.finding
+    assert finding is not None, "no difference found"
+    assert any(line.startswith(difference) for line in finding.differences), finding.differences
+    assert _fails_on(mutant, finding.path)
+    assert not _fails_on(REFERENCE_TARGET, finding.path)
 
 
 @pytest.mark.subprocess

@@ -68,6 +68,23 @@ def default_budget_of_three(message: dict[str, Any]) -> dict[str, Any] | None:
     return reference(message)
 
 
+def ignores_config_override(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that the agent's `llm_config_override` is never invoked: every
+    call keeps the agent's own model, temperature and token cap."""
+    agent = message.get("agent")
+    if isinstance(agent, dict) and agent.get("llm_config_override") is not None:
+        message = {**message, "agent": {**agent, "llm_config_override": None}}
+    return reference(message)
+
+
+def ignores_cancel(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that a cancellation from outside is never honoured: the run goes
+    on to its own end."""
+    if message.get("cancel") is not None:
+        message = {**message, "cancel": None}
+    return reference(message)
+
+
 def completion_blank_is_strip(message: dict[str, Any]) -> dict[str, Any] | None:
     """The reference, except that the completion module calls an answer blank when Python's
     `str.strip()` does (a no-break space alone is then refused, which Java keeps as content)."""
