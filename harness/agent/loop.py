@@ -372,7 +372,8 @@ class AgentLoop:
         sent = SentRequest(kind="forced", step=state.step, attempt=attempt, request=request)
         state = state.evolve(
             requests=(*state.requests, sent),
-            messages=(*state.messages, nudge),
+            # the attempt's message stays in the conversation: the next attempt's request holds it
+            messages=request.messages,
             pending_forced_attempt=None,
         )
         phase = ForcedCompletion(forced)

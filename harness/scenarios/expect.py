@@ -19,9 +19,11 @@ from harness.scenarios.format import (
     DownstreamExpect,
     Expect,
     FragmentsExpect,
+    HistoryMessageExpect,
     RequestExpect,
     StreamChunkExpect,
 )
+from harness.scenarios.history import ABSENT_FIELD, first_difference, forced_part, outline
 from harness.workflow import WorkflowResult
 
 
@@ -261,6 +263,9 @@ AGENT_CHECKS: Final[Mapping[str, AgentCheck]] = {
     ),
     "crashes": _reported(_counted("crashes"), "it", _unless_null(_equal(lambda run: run.crashes))),
     "forced_request": _unless_null(_requests("forced")),
+    "forced_history": _unless_null(
+        lambda key, wanted, run: check_forced_history(wanted, run.requests["forced"])
+    ),
     "work_request": _unless_null(_requests("work")),
     "llm_config_override_calls": _reported(_counted("override_calls"), "it", _override_calls),
     "store": _reported(lambda run: run.forced_state_reported, _FORCED_STATE, _store),
@@ -598,3 +603,37 @@ def _field_matches(field: str, expected: Any, actual: Any) -> bool:
     if field == "absent_text":
         return not any(snippet in actual for snippet in expected)
     return bool(expected == actual)
+
+
+def check_forced_history(
+    wanted: Sequence[Sequence[HistoryMessageExpect]], requests: Sequence[ObservedRequest]
+) -> list[Mismatch]:
+    """Entry i is the conversation the i-th forced request carried: the messages it ends with,
+    as many as the entry's items, in order, with no `[completion]` message before them (so every
+    earlier attempt's message, reply and results are among them), each matching its item's
+    fields. One entry per forced request sent. The mismatch names the first entry that differs:
+    its messages in a few words when they are not the items' roles in order
+    (`forced_history[1]: expected ["completion (attempt 1 of 2)", "assistant calling
+    __finish__", ...], got [...]`), else its first item and field that differ
+    (`forced_history[1][2].result`)."""
+    if len(wanted) != len(requests):
+        return [
+            Mismatch(
+                "forced_history",
+                f"{len(wanted)} forced request(s)",
+                f"{len(requests)} forced request(s)",
+            )
+        ]
+    for index, (items, observed) in enumerate(zip(wanted, requests, strict=True)):
+        expected = [item.fields() for item in items]
+        part = forced_part(observed.request.messages, len(expected))
+        key = f"forced_history[{index}]"
+        if [view["role"] for view in part] != [fields["role"] for fields in expected]:
+            return [Mismatch(key, [outline(f) for f in expected], [outline(view) for view in part])]
+        for position, (fields, view) in enumerate(zip(expected, part, strict=True)):
+            difference = first_difference(fields, view)
+            if difference is not None:
+                field, actual = difference
+                shown = ABSENT if actual is ABSENT_FIELD else actual
+                return [Mismatch(f"{key}[{position}].{field}", fields[field], shown)]
+    return []

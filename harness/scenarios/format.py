@@ -208,6 +208,98 @@ class StreamChunkExpect(ScenarioModel):
         }
 
 
+class HistoryCallExpect(ScenarioModel):
+    """One tool call of a reply in a forced request's conversation: its name, and its arguments
+    when given (compared as a JSON value, numbers by value; arguments that are not JSON as text)."""
+
+    name: str
+    arguments: JsonValue = Field(
+        default=None, description="the call's arguments (exact, as a JSON value)"
+    )
+
+
+HISTORY_ROLE_FIELDS: Final[dict[str, frozenset[str]]] = {
+    "user": frozenset({"text"}),
+    "completion": frozenset({"attempt", "max_attempts"}),
+    "assistant": frozenset({"text", "tool_calls"}),
+    "tool": frozenset({"name", "result", "is_error"}),
+}
+"""The fields a message of each role has, that a `forced_history` item may give."""
+
+
+class HistoryMessageExpect(ScenarioModel):
+    """One message of the conversation a forced request carries: its `role` and the fields it
+    must have. Only the fields a message of that role has may be given."""
+
+    role: Literal["user", "completion", "assistant", "tool"] = Field(
+        description="user: a user message; completion: a [completion] message; assistant: a "
+        "model reply; tool: a tool result"
+    )
+    text: str | None = Field(
+        default=None, description="user: the message; assistant: the reply's text (exact)"
+    )
+    attempt: PositiveInt | None = Field(
+        default=None, description="completion: the N of its (attempt N of M)"
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=0, description="completion: the M of its (attempt N of M)"
+    )
+    tool_calls: list[HistoryCallExpect] | None = Field(
+        default=None, description="assistant: every call of the reply, in order"
+    )
+    name: str | None = Field(default=None, description="tool: the tool whose call it answers")
+    result: JsonValue = Field(
+        default=None,
+        description="tool: the result, read as JSON (objects match the keys given, lists exactly)",
+    )
+    is_error: bool | None = Field(
+        default=None,
+        description="tool: the result's error flag (not on openai, whose tool messages have none)",
+    )
+
+    @model_validator(mode="after")
+    def _fields_of_its_role(self) -> HistoryMessageExpect:
+        fields = HISTORY_ROLE_FIELDS[self.role]
+        foreign = sorted(self.model_fields_set - fields - {"role"})
+        if foreign:
+            raise ValueError(
+                f"a {self.role} message has no field {', '.join(foreign)}; "
+                f"its fields: {', '.join(sorted(fields))}"
+            )
+        return self
+
+    def fields(self) -> dict[str, Any]:
+        """The fields this item compares, in the model's order: `role` and every field it gives
+        (null included), the calls as `{name, arguments}` with the arguments only when given."""
+        given: dict[str, Any] = {"role": self.role}
+        for name in type(self).model_fields:
+            if name == "role" or name not in self.model_fields_set:
+                continue
+            if name == "tool_calls" and self.tool_calls is not None:
+                given[name] = [
+                    call.model_dump(include={"name"} | call.model_fields_set)
+                    for call in self.tool_calls
+                ]
+            else:
+                given[name] = getattr(self, name)
+        return given
+
+
+def _a_forced_history(
+    entries: list[list[HistoryMessageExpect]],
+) -> list[list[HistoryMessageExpect]]:
+    for index, messages in enumerate(entries):
+        if not messages or messages[-1].role != "completion":
+            raise ValueError(
+                f"entry {index} must end with a completion item: a forced request ends with "
+                "its attempt's [completion] message"
+            )
+    return entries
+
+
+ForcedHistory = Annotated[list[list[HistoryMessageExpect]], AfterValidator(_a_forced_history)]
+
+
 class DownstreamExpect(ScenarioModel):
     """What one workflow job received, projected, or failed with. Each given key is checked."""
 
@@ -295,6 +387,11 @@ class Expect(ScenarioModel):
     )
     crashes: int | None = Field(default=None, ge=0, description="simulated crashes survived")
     forced_request: RequestExpect | None = None
+    forced_history: ForcedHistory | None = Field(
+        default=None,
+        description="per forced request, in the order they were sent (one entry each): the "
+        "messages its conversation ends with, in order, every [completion] message among them",
+    )
     work_request: RequestExpect | None = None
     memory_extractions: int | None = None
     llm_config_override_calls: int | list[str] | None = None
@@ -329,6 +426,7 @@ _AGENT_ONLY = frozenset(
         "chunks_in_order",
         "crashes",
         "forced_request",
+        "forced_history",
         "work_request",
         "memory_extractions",
         "llm_config_override_calls",
@@ -463,6 +561,7 @@ class Scenario(ScenarioModel):
                 f"expect key(s) {', '.join(wrong)} do not apply to a {self.kind} scenario"
             )
         self._check_cancel()
+        self._check_forced_history()
         if self.workflow is not None and self.kind != "agent":
             raise ValueError(f"a workflow block does not apply to a {self.kind} scenario")
         if self.expect.downstream is not None:
@@ -500,6 +599,21 @@ class Scenario(ScenarioModel):
             raise ValueError(
                 f"a {self.kind} scenario needs an 'input' block (the workflow state){also}"
             )
+
+    def _check_forced_history(self) -> None:
+        """A tool result's error flag is read from the request: an OpenAI tool message has no
+        such flag (its content alone says what happened), so an `is_error` there could never be
+        read back from a target's request."""
+        if self.expect.forced_history is None or self.provider != "openai":
+            return
+        for index, messages in enumerate(self.expect.forced_history):
+            for position, message in enumerate(messages):
+                if "is_error" in message.model_fields_set:
+                    raise ValueError(
+                        f"expect.forced_history[{index}][{position}].is_error: an OpenAI tool "
+                        "message carries no error flag, so it cannot be checked on a target; "
+                        "pin the result instead (such as {acknowledged: false})"
+                    )
 
     def _check_cancel(self) -> None:
         if self.cancel is None:

@@ -187,6 +187,90 @@ MUTANTS = (
         scenarios=("forced",),
     ),
     Mutant(
+        name="completion-length-checked-before-blank",
+        path="modules/completion.py",
+        old="        if is_java_blank(text):",
+        # blank only within the limit: a long blank answer falls through to the length check
+        new="        if is_java_blank(text) and utf16_length(text) <= MAX_ANSWER_UTF16_UNITS:",
+        caught_by="completion-blank-above-limit-is-required: expect.error_message",
+        scenarios=("completion",),
+    ),
+    Mutant(
+        name="forced-attempt-advances-the-step",
+        path="agent/loop.py",
+        old="        state = state.evolve(messages=history, answers=answers).with_chunks(*chunks)",
+        # each forced attempt counted as a new step, as a work step is
+        new="        state = state.evolve(messages=history, answers=answers, step=step + 1)"
+        ".with_chunks(*chunks)",
+        caught_by="chunks-forced-attempts-share-a-step[js-sqlite]: expect.chunks_in_order",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="finish-handled-before-siblings",
+        path="agent/loop.py",
+        old="        ordered = sorted(calls, key=lambda call: call.name == FINISH_TOOL)",
+        new="        ordered = sorted(calls, key=lambda call: call.name != FINISH_TOOL)",
+        caught_by="finish-listed-first-siblings-run-before-it-work-phase[js-sqlite]: "
+        "expect.chunks_in_order",
+        scenarios=("forced/finish-siblings.yaml",),
+    ),
+    Mutant(
+        name="forced-sibling-runs-anyway",
+        path="agent/loop.py",
+        old='                result: JsonValue = {"error": f"only {FINISH_TOOL} is available now"}',
+        new="                result = run_tool(self.agent, call, self.approve).result",
+        caught_by="finish-listed-first-sibling-never-runs-forced-phase[js-sqlite]: "
+        "expect.forced_request.absent_text",
+        scenarios=("forced/finish-siblings.yaml",),
+    ),
+    Mutant(
+        name="forced-history-drops-completion-messages",
+        path="agent/loop.py",
+        old="            messages=request.messages,",
+        # the attempt's [completion] message is sent but not kept: the next attempt lacks it
+        new="            messages=state.messages,",
+        caught_by="history-invalid-then-text-then-success-openai[js-sqlite]: "
+        "expect.forced_history[1]",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="forced-history-drops-the-reply",
+        path="agent/loop.py",
+        old="        history = (*state.messages, *self._answered(response, reply.problems, "
+        "reply.succeeded))",
+        new="        history = state.messages",
+        caught_by="history-text-then-invalid-exhausted-openai[js-sqlite]: expect.forced_history[1]",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="forced-history-drops-the-tool-results",
+        path="agent/loop.py",
+        old="        return results",
+        # the forced reply kept without the results of its calls
+        new="        return results[:1]",
+        caught_by="history-other-tool-then-success-openai[js-sqlite]: expect.forced_history[1]",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="forced-rejected-finish-acknowledged",
+        path="agent/loop.py",
+        old='                result = {"acknowledged": False, "errors": list(problems) or '
+        '["rejected"]}',
+        new="                result = FINISH_ACKNOWLEDGED",
+        caught_by="history-invalid-then-text-then-success-openai[js-sqlite]: "
+        "expect.forced_history[1][4].result",
+        scenarios=("forced",),
+    ),
+    Mutant(
+        name="forced-error-result-not-flagged",
+        path="agent/loop.py",
+        old="                    is_error=not (succeeded and call.name == FINISH_TOOL),",
+        new="                    is_error=False,",
+        caught_by="history-invalid-then-text-then-success-anthropic[js-sqlite]: "
+        "expect.forced_history[1][4].is_error",
+        scenarios=("forced",),
+    ),
+    Mutant(
         name="cancellation-ignored",
         path="runtimes/base.py",
         old="            state = state.cancelled()",
@@ -277,15 +361,33 @@ def test_the_library_catches_the_mutant(mutant: Mutant, tmp_path: Path) -> None:
 
 FUZZ_BUDGET = 300
 """Generated cells `harness fuzz --runtime js --seed 1` may take to find each mutant below; it
-finds the blank reply and the misplaced chunk at its third cell, the denied tool at its fifth
-and the tool results out of call order at its 11th."""
+finds the blank reply, the misplaced chunk and `__finish__` handled before its siblings at its
+third cell, the denied tool at its fifth, a forced attempt that advances the step at its seventh
+and the tool results out of call order at its 11th. A forced reply, or its results, left out of
+the next attempt's request it finds within the budget, as a tool result missing from that
+request."""
 FOUND_BY_FUZZ = (
     "blank-reply-counts-as-answer",
     "denied-tool-runs-anyway",
     "tool-results-in-execution-order",
     "attempt-started-after-forced-step-start",
+    "forced-attempt-advances-the-step",
+    "finish-handled-before-siblings",
+    "forced-history-drops-the-reply",
+    "forced-history-drops-the-tool-results",
 )
-"""The blind-spot mutants: `harness fuzz` finds each with no scenario written for it."""
+"""The blind-spot mutants: `harness fuzz` finds each with no scenario written for it. Two others
+only the library catches: `completion-length-checked-before-blank` (no generated answer is both
+blank and over the length limit) and `forced-sibling-runs-anyway` (the contract comparison reads
+which call each tool result answers, not what it says). Nor does it find, with any option, a
+rejected `__finish__` answered as acknowledged (`forced-rejected-finish-acknowledged`) or an
+error result without its error flag (`forced-error-result-not-flagged`): the comparison does not
+read what the messages of a request say; `scenarios/forced/history.yaml` catches them. Earlier
+`[completion]` messages left out of a forced request (`forced-history-drops-completion-messages`)
+it finds within the budget, but only on a Gemini cell, whose requests carry no call ids: the
+harness numbers the calls it reads back by their place in the conversation, so a message left out
+shifts the ids of the tool results after it. That is not the difference itself, and the cell it
+writes does not catch the mutant, so it is not listed here."""
 
 
 @pytest.mark.subprocess

@@ -76,7 +76,7 @@ describe("startServe and openSession", { skip: HARNESS_BIN === null && !process.
     assert.deepEqual(Object.keys(report).sort(), ["id", "misses", "output_tool", "requests"]);
     assert.equal(report.output_tool, "__finish__");
     assert.deepEqual(await session.misses(), [
-      "the script has 1 repl(ies) and the code under test made call #2 (POST /v1/chat/completions); add a reply",
+      "the script has 1 repl(ies) and the code under test made call #2, a work call (POST /v1/chat/completions); add a reply",
     ]);
     assert.deepEqual(report.misses, await session.misses());
 

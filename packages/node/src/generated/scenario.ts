@@ -226,6 +226,10 @@ export interface Expect {
    */
   crashes?: number | null;
   forced_request?: RequestExpect | null;
+  /**
+   * per forced request, in the order they were sent (one entry each): the messages its conversation ends with, in order, every [completion] message among them
+   */
+  forced_history?: HistoryMessageExpect[][] | null;
   work_request?: RequestExpect | null;
   memory_extractions?: number | null;
   llm_config_override_calls?: number | string[] | null;
@@ -325,6 +329,49 @@ export interface RequestExpect {
 export interface FragmentsExpect {
   present?: string[];
   absent?: string[];
+}
+/**
+ * One message of the conversation a forced request carries: its `role` and the fields it
+ * must have. Only the fields a message of that role has may be given.
+ */
+export interface HistoryMessageExpect {
+  /**
+   * user: a user message; completion: a [completion] message; assistant: a model reply; tool: a tool result
+   */
+  role: "user" | "completion" | "assistant" | "tool";
+  /**
+   * user: the message; assistant: the reply's text (exact)
+   */
+  text?: string | null;
+  /**
+   * completion: the N of its (attempt N of M)
+   */
+  attempt?: number | null;
+  /**
+   * completion: the M of its (attempt N of M)
+   */
+  max_attempts?: number | null;
+  /**
+   * assistant: every call of the reply, in order
+   */
+  tool_calls?: HistoryCallExpect[] | null;
+  /**
+   * tool: the tool whose call it answers
+   */
+  name?: string | null;
+  result?: JsonValue;
+  /**
+   * tool: the result's error flag (not on openai, whose tool messages have none)
+   */
+  is_error?: boolean | null;
+}
+/**
+ * One tool call of a reply in a forced request's conversation: its name, and its arguments
+ * when given (compared as a JSON value, numbers by value; arguments that are not JSON as text).
+ */
+export interface HistoryCallExpect {
+  name: string;
+  arguments?: JsonValue;
 }
 /**
  * What one workflow job received, projected, or failed with. Each given key is checked.
