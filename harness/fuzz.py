@@ -207,32 +207,22 @@ def _java_blank_replies() -> st.SearchStrategy[ScriptedReply]:
     return st.builds(ScriptedReply, text=st.sampled_from(JAVA_BLANKS), truncated=st.booleans())
 
 
-TOOL_CHOICE_REFUSALS: Final[dict[str, ScriptedError]] = {
-    "openai": ScriptedError(
-        status=400,
-        type="invalid_request_error",
-        message="Unsupported value: 'tool_choice' does not support 'required' with this model.",
-    ),
-    "anthropic": ScriptedError(
-        status=400,
-        type="invalid_request_error",
-        message="Thinking may not be enabled when tool_choice forces tool use.",
-    ),
-    "gemini": ScriptedError(
-        status=400,
-        type="INVALID_ARGUMENT",
-        message="Function calling is not enabled for models/gemini-2.5-flash",
-    ),
-}
-"""Each provider's HTTP 400 refusing a call that forces a tool, in its own words: the reference
-reads it as `framework_completion_tool_choice_unsupported` when it answers a forced call (the
-run fails at once, no attempt spent), as a failed call when it answers a work call."""
+def tool_choice_refusal(provider: str) -> ScriptedError | None:
+    """`provider`'s HTTP error refusing a call that forces a tool (its spec's
+    `forced_tool_choice_refusal`), as a scripted error: the reference reads it as
+    `framework_completion_tool_choice_unsupported` when it answers a forced call (the run fails
+    at once, no attempt spent), as a failed call when it answers a work call."""
+    spec = find_provider(provider)
+    if spec is None or spec.forced_tool_choice_refusal is None:
+        return None
+    status, kind, message = spec.forced_tool_choice_refusal
+    return ScriptedError(status=status, type=kind, message=message)
 
 
 def _refusals_and_blanks(provider: Provider) -> st.SearchStrategy[ScriptedReply]:
     """Replies no property-kit strategy writes: Java blanks, and `provider`'s refusal of a forced
-    tool choice (`TOOL_CHOICE_REFUSALS`)."""
-    refusal = TOOL_CHOICE_REFUSALS.get(provider)
+    tool choice (`tool_choice_refusal`)."""
+    refusal = tool_choice_refusal(provider)
     if refusal is None:
         return _java_blank_replies()
     return _java_blank_replies() | st.just(ScriptedReply(error=refusal))

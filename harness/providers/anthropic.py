@@ -24,6 +24,12 @@ ANTHROPIC: Final = ProviderSpec(
     version_headers={"anthropic-version": ANTHROPIC_VERSION},
     # a string is one text block: the system prompt, a turn's content, a tool result's content
     text_block_fields=("/system", "/messages/*/content", "/messages/*/content/*/content"),
+    tool_result_error_flag=True,
+    forced_tool_choice_refusal=(
+        400,
+        "invalid_request_error",
+        "Thinking may not be enabled when tool_choice forces tool use.",
+    ),
     default_model="claude-sonnet-4-5",
     tool_models=("claude-sonnet-4-5",),
     # `tool_use.input` is always an object; thinking is budgeted inside `max_tokens`

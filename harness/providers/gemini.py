@@ -67,6 +67,13 @@ GEMINI: Final = ProviderSpec(
     ),
     map_members=frozenset({"properties"}),
     ignored_when_equivalent=("/systemInstruction/role",),
+    # a failed call's functionResponse answers with an `error` member
+    tool_result_error_flag=True,
+    forced_tool_choice_refusal=(
+        400,
+        "INVALID_ARGUMENT",
+        "Function calling is not enabled for models/gemini-2.5-flash",
+    ),
     default_model="gemini-2.5-flash",
     # both can turn thinking off, which a forced call asks for
     tool_models=("gemini-2.5-flash", "gemini-2.5-flash-lite"),

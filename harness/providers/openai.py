@@ -35,6 +35,11 @@ OPENAI: Final = ProviderSpec(
         "/messages/*/tool_calls/*/function/arguments",
         "/input/*/arguments",
     ),
+    forced_tool_choice_refusal=(
+        400,
+        "invalid_request_error",
+        "Unsupported value: 'tool_choice' does not support 'required' with this model.",
+    ),
     default_model="gpt-4o-mini",
     tool_models=("gpt-4o-mini", "gpt-4.1"),
 )

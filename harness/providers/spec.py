@@ -218,6 +218,12 @@ class ProviderSpec:
     ignored_when_equivalent: tuple[str, ...] = ()
     """Members (JSON pointers, in lowerCamelCase) the provider ignores and one client adds:
     left out of the equivalent key only (google-genai's `role` on `systemInstruction`)."""
+    tool_result_error_flag: bool = False
+    """Whether a tool result carries an error flag on this wire (Anthropic's `is_error`); where it
+    does not, only the result's content says a call failed."""
+    forced_tool_choice_refusal: tuple[int, str, str] | None = None
+    """The provider's HTTP error refusing a call that forces a tool, in its own words: status,
+    error type, message (what `harness fuzz` answers a forced call with to try a target on it)."""
     tool_input_is_object: bool = False
     tool_input_streams_whole: bool = False
     thinking_counts_toward_max_tokens: bool = False

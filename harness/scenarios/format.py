@@ -39,7 +39,7 @@ from harness.protocol.chunks import (
     ToolCallChunk,
     ToolResultChunk,
 )
-from harness.providers import Provider
+from harness.providers import Provider, find_provider
 from harness.runtimes.base import Cancel, CancelPlanInvalidError, Fault, RuntimeName, check_cancel
 from harness.stores.base import StoreKind
 from harness.stores.migrations import EXPECTED_COLUMNS, LATEST_VERSION
@@ -604,14 +604,16 @@ class Scenario(ScenarioModel):
         """A tool result's error flag is read from the request: an OpenAI tool message has no
         such flag (its content alone says what happened), so an `is_error` there could never be
         read back from a target's request."""
-        if self.expect.forced_history is None or self.provider != "openai":
+        spec = find_provider(self.provider)
+        if self.expect.forced_history is None or spec is None or spec.tool_result_error_flag:
             return
         for index, messages in enumerate(self.expect.forced_history):
             for position, message in enumerate(messages):
                 if "is_error" in message.model_fields_set:
                     raise ValueError(
-                        f"expect.forced_history[{index}][{position}].is_error: an OpenAI tool "
-                        "message carries no error flag, so it cannot be checked on a target; "
+                        f"expect.forced_history[{index}][{position}].is_error: a tool result on "
+                        f"{self.provider} carries no error flag, so it cannot be checked on a "
+                        "target; "
                         "pin the result instead (such as {acknowledged: false})"
                     )
 

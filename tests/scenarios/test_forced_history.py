@@ -171,7 +171,7 @@ def test_json_values_compare_numbers_by_value_but_never_a_boolean_as_a_number() 
         ("    - []\n", "entry 0 must end with a completion item"),
         (
             "    - - {role: tool, is_error: true}\n      - {role: completion}\n",
-            "expect.forced_history[0][0].is_error: an OpenAI tool message carries no error flag",
+            "expect.forced_history[0][0].is_error: a tool result on openai carries no error flag",
         ),
     ],
 )

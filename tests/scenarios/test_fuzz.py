@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from harness import files
 from harness.cli import main
 from harness.fuzz import (
-    TOOL_CHOICE_REFUSALS,
     FuzzOptionError,
     FuzzWriteError,
     fuzz,
     fuzz_scenarios,
     fuzz_target,
     reference_expect,
+    tool_choice_refusal,
     write_scenario,
 )
 from harness.llm.script import ScriptedReply
@@ -406,7 +406,9 @@ the reference)."""
 
 
 def _refuses_tool_choice(reply: ScriptedReply) -> bool:
-    return reply.error is not None and reply.error in TOOL_CHOICE_REFUSALS.values()
+    return reply.error is not None and any(
+        reply.error == tool_choice_refusal(provider) for provider in PROVIDERS
+    )
 
 
 def test_plain_agents_without_an_output_schema_are_generated() -> None:
@@ -463,6 +465,8 @@ def test_every_provider_s_refusal_is_generated_and_read_as_one(provider: Provide
         lambda cell: any(_refuses_tool_choice(reply) for reply in cell.script or []),
         settings=_FIND,
     )
+    refusal = tool_choice_refusal(provider)
+    assert refusal is not None
     refused = Scenario.model_validate(
         {
             "name": "refused",
@@ -471,7 +475,7 @@ def test_every_provider_s_refusal_is_generated_and_read_as_one(provider: Provide
             "stores": ["memory"],
             "script": [
                 {"text": "Paris."},
-                {"error": TOOL_CHOICE_REFUSALS[provider].model_dump()},
+                {"error": refusal.model_dump()},
             ],
             "agent": {
                 "system_prompt": "You find capitals.",
