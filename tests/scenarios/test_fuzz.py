@@ -7,6 +7,8 @@ from __future__ import annotations
 import errno
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -41,6 +43,7 @@ from tests.support.targets import stdio_target
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
+ROOT: Final = Path(__file__).resolve().parents[2]
 BUDGET: Final = 50
 WRONG_CODE: Final = "tests.support.fuzz_mutants:wrong_code_after_max_tokens"
 DROPPED_CHUNK: Final = "tests.support.fuzz_mutants:drops_second_attempt_started"
@@ -140,21 +143,39 @@ def test_without_shrinking_the_first_differing_cell_is_written_as_generated(
     assert not _fails_on(REFERENCE_TARGET, written)
 
 
+@pytest.mark.subprocess
 def test_a_dropped_chunk_is_caught_by_the_written_chunk_sequence(tmp_path: Path) -> None:
-    outcome = fuzz(
-        TargetSpec(callable=DROPPED_CHUNK), cells=BUDGET, seed=1, out=tmp_path, kinds=["agent"]
+    """`harness fuzz --seed 1` as a user runs it, in a process of its own: the search is the
+    seed's alone (in a test worker that has run hundreds of other tests it went another way)."""
+    searched = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from harness.cli import main; main()",
+            "fuzz",
+            "--target",
+            DROPPED_CHUNK,
+            "--kind",
+            "agent",
+            "--cells",
+            str(BUDGET),
+            "--seed",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    finding = outcome.finding
-    assert finding is not None
-    assert outcome.found_at <= BUDGET
-    assert finding.caught_by_expect
-    assert any(
-        "missing {kind: forced_completion, phase: attempt_started}" in line
-        for line in finding.differences
-    )
-    assert finding.scenario.expect.chunk_sequence is not None
-    assert _fails_on(DROPPED_CHUNK, finding.path)
-    assert not _fails_on(REFERENCE_TARGET, finding.path)
+    assert searched.returncode == 1, searched.stdout + searched.stderr
+    assert "missing {kind: forced_completion, phase: attempt_started}" in searched.stdout
+    (written,) = tmp_path.glob("*.yaml")
+    (loaded,) = load_file(written)
+    assert loaded.scenario.expect.chunk_sequence is not None
+    assert _fails_on(DROPPED_CHUNK, written)
+    assert not _fails_on(REFERENCE_TARGET, written)
 
 
 def test_a_wrong_default_budget_is_found_through_a_cell_that_sets_none(tmp_path: Path) -> None:
