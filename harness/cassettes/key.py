@@ -85,18 +85,26 @@ def canonical_request_key(
     volatile: Sequence[str] = (),
     provider: str | None = None,
     version: int = KEY_VERSION,
+    equivalent: bool = False,
 ) -> str:
     """The `sha256:` key of a request; see the module docstring for what it covers.
 
     `volatile` adds JSON pointers to the provider's default volatile fields (`provider` is detected
     from the path when not given); `version` is the key version (`KEY_VERSIONS`), the latest by
-    default.
+    default; `equivalent` gives the equivalent key (`equivalent_request_key`).
     """
     return (
         "sha256:"
         + hashlib.sha256(
             canonical_request_bytes(
-                method, url, headers, body, volatile=volatile, provider=provider, version=version
+                method,
+                url,
+                headers,
+                body,
+                volatile=volatile,
+                provider=provider,
+                version=version,
+                equivalent=equivalent,
             )
         ).hexdigest()
     )
@@ -112,16 +120,12 @@ def equivalent_request_key(
     provider: str | None = None,
 ) -> str:
     """The key of a request read by value where its provider lets a client spell one request
-    two ways (`ProviderSpec.json_text_fields` and `text_block_fields`): two requests that differ
-    only there have one equivalent key and two request keys. Never written to a file: a
-    cassette computes it for its recorded requests when a request misses its own key."""
-    return (
-        "sha256:"
-        + hashlib.sha256(
-            canonical_request_bytes(
-                method, url, headers, body, volatile=volatile, provider=provider, equivalent=True
-            )
-        ).hexdigest()
+    two ways (`ProviderSpec.json_text_fields`, `text_block_fields`, `snake_case_members`): two
+    requests that differ only there have one equivalent key and two request keys. Never written
+    to a file: a cassette computes it for its recorded requests when a request misses its own
+    key."""
+    return canonical_request_key(
+        method, url, headers, body, volatile=volatile, provider=provider, equivalent=True
     )
 
 

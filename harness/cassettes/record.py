@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.cassettes.cassette import RecordedRequest, RecordedResponse
-from harness.cassettes.key import KEY_VERSION, canonical_request_key, equivalent_request_key
+from harness.cassettes.key import KEY_VERSION, canonical_request_key
 from harness.http_clients import AnyRequest
 from harness.json_body import parse_json_body
 from harness.scrub import DEFAULT_SCRUBBER, Scrubber
@@ -64,9 +64,12 @@ class Recorder:
     key_version: int = KEY_VERSION
     """The request key version (`KEY_VERSIONS`): the cassette's, which its format names."""
 
-    def key_for(self, request: AnyRequest, *, version: int | None = None) -> str:
+    def key_for(
+        self, request: AnyRequest, *, version: int | None = None, equivalent: bool = False
+    ) -> str:
         """The canonical key of an httpx request (its body must have been read), of the key
-        `version`, else the recorder's."""
+        `version`, else the recorder's; with `equivalent`, its equivalent key
+        (`harness.cassettes.key.equivalent_request_key`)."""
         return canonical_request_key(
             request.method,
             str(request.url),
@@ -75,17 +78,7 @@ class Recorder:
             volatile=self.volatile,
             provider=self.provider,
             version=self.key_version if version is None else version,
-        )
-
-    def equivalent_key_for(self, request: AnyRequest) -> str:
-        """The equivalent key of an httpx request (`harness.cassettes.key.equivalent_request_key`)."""
-        return equivalent_request_key(
-            request.method,
-            str(request.url),
-            request.headers.multi_items(),
-            request.content,
-            volatile=self.volatile,
-            provider=self.provider,
+            equivalent=equivalent,
         )
 
     def scrubber_for(self, request: AnyRequest) -> Scrubber:

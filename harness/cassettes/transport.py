@@ -303,7 +303,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 lambda recorded: equivalent_key(recorded, self.recorder.volatile)
             )
         return self._take_first_of(
-            self._by_equivalent.get(self.recorder.equivalent_key_for(request))
+            self._by_equivalent.get(self.recorder.key_for(request, version=2, equivalent=True))
         )
 
     def _stored_keys_by(self, keyer: Callable[[RecordedRequest], str]) -> dict[str, list[str]]:
