@@ -13,6 +13,8 @@ imports the adapters, so nothing here may import either.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -365,6 +367,24 @@ def stream_pieces(text: str, pieces: int = STREAM_PIECES) -> list[str]:
     """
     size = max(1, -(-len(text) // pieces))
     return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+SCRIPTED_SIGNATURE_PREFIX: Final = b"harness-scripted-thinking\x00"
+
+
+def thinking_signature(thinking: str) -> str:
+    """The signature a rendered reply's reasoning carries (Anthropic `signature`, Gemini
+    `thoughtSignature`): base64 of a digest of the thinking text, so the same words always
+    sign the same way and a reply replays byte for byte. A provider's own signatures are
+    opaque; this one only has their shape."""
+    digest = hashlib.sha256(SCRIPTED_SIGNATURE_PREFIX + thinking.encode("utf-8")).digest()
+    return base64.b64encode(digest + hashlib.sha256(digest).digest()).decode("ascii")
+
+
+def reasoning_token_estimate(thinking: str) -> int:
+    """The reasoning tokens a scripted reply's thinking counts as: a quarter of its characters,
+    rounded up (at least one for any thinking), the usual rule of thumb for English text."""
+    return -(-len(thinking) // 4)
 
 
 def sse_block(data: str, *, event: str | None = None) -> str:

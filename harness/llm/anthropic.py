@@ -19,7 +19,10 @@ Parsing joins the text blocks in order and turns `tool_use` blocks into tool cal
 arguments are compact JSON text. `thinking` and `redacted_thinking` blocks (a streamed one with
 its deltas and signature joined) are kept unchanged as `reasoning_blocks`, which the loop keeps on
 the assistant turn and rendering sends back first while thinking is on, as Messages requires for
-a tool_use continuation; the harness never reads them. Server-side tool blocks
+a tool_use continuation; the harness never acts on them (their words are the reply's
+`thinking`). With thinking off, as on every forced call, no turn carries them: Messages refuses
+an assistant message in the final position that holds thinking while thinking is disabled, and
+ignores them in earlier turns. Server-side tool blocks
 (`server_tool_use`, `*_tool_result`) that the provider already executed are not part of the
 reply the harness acts on.
 
@@ -67,6 +70,7 @@ from harness.llm._wire import (
     sse_block,
     stop_word,
     stream_pieces,
+    thinking_signature,
     wire_system,
 )
 from harness.llm.capabilities import ALL_EFFORTS, Capabilities, CapabilityRule, first_matching
@@ -562,6 +566,7 @@ def parse_response(payload: JsonValue) -> LlmResponse:
         text="".join(text),
         tool_calls=tuple(tool_calls),
         reasoning_blocks=tuple(reasoning),
+        thinking=thinking_text(reasoning),
         stop=stop_kind(stop_reason),
         provider_stop_reason=stop_reason,
         usage=_usage(counts),
@@ -569,6 +574,27 @@ def parse_response(payload: JsonValue) -> LlmResponse:
         metadata={"stop_sequence": stop_sequence} if stop_sequence is not None else {},
         raw=payload,
     )
+
+
+def thinking_text(blocks: Iterable[Mapping[str, JsonValue]]) -> str:
+    """The words of a reply's `thinking` blocks, joined by a blank line (a `redacted_thinking`
+    block has none)."""
+    texts = [block.get("thinking") for block in blocks if block.get("type") == "thinking"]
+    return "\n\n".join(text for text in texts if isinstance(text, str) and text)
+
+
+def reply_reasoning_blocks(response: LlmResponse) -> list[dict[str, JsonValue]]:
+    """The reasoning blocks a rendered reply starts with: its own Messages reasoning blocks as
+    they are, else one `thinking` block of its `thinking`, signed (`thinking_signature`)."""
+    own = [
+        dict(block) for block in response.reasoning_blocks if block.get("type") in REASONING_BLOCKS
+    ]
+    if own:
+        return own
+    if not response.thinking:
+        return []
+    signature = thinking_signature(response.thinking)
+    return [{"type": "thinking", "thinking": response.thinking, "signature": signature}]
 
 
 def _read_usage(value: JsonValue, path: str, counts: dict[str, int]) -> dict[str, int]:
@@ -723,12 +749,12 @@ class _StreamState:
                 "message_delta.delta.stop_reason", "the stream ended before a stop_reason"
             )
         ordered = [self.blocks[index] for index in sorted(self.blocks)]
+        reasoning = [block.reasoning_block() for block in ordered if block.kind in REASONING_BLOCKS]
         return LlmResponse(
             text="".join("".join(block.text) for block in ordered if block.kind == "text"),
             tool_calls=tuple(block.tool_call() for block in ordered if block.kind == "tool_use"),
-            reasoning_blocks=tuple(
-                block.reasoning_block() for block in ordered if block.kind in REASONING_BLOCKS
-            ),
+            reasoning_blocks=tuple(reasoning),
+            thinking=thinking_text(reasoning),
             stop=stop_kind(self.stop_reason),
             provider_stop_reason=self.stop_reason,
             usage=_usage(self.counts),
@@ -826,7 +852,9 @@ def stop_reason_for(response: LlmResponse) -> str:
 def render_response(response: LlmResponse, *, model: str, response_id: str) -> dict[str, JsonValue]:
     """`response` as the `message` object Messages answers a non-streamed request with.
 
-    A `text` block when there is text, then one `tool_use` block per call with the parsed
+    The reply's reasoning first (`reply_reasoning_blocks`: its own blocks, or a signed
+    `thinking` block of its `thinking`), a `text` block when there is text, then one `tool_use`
+    block per call with the parsed
     arguments as `input`, so `parse_response` reads back the same calls with their arguments
     as compact JSON. Raises `IllegalArgumentException` for arguments that are not a JSON object,
     in particular for arguments cut off mid-JSON, which only `render_stream` can carry (the
@@ -834,7 +862,7 @@ def render_response(response: LlmResponse, *, model: str, response_id: str) -> d
     no model reply carries.
     """
     stop_reason = stop_reason_for(response)
-    content: list[JsonValue] = []
+    content: list[JsonValue] = [*reply_reasoning_blocks(response)]
     if response.text:
         content.append({"type": "text", "text": response.text})
     for position, call in enumerate(response.tool_calls):
@@ -862,7 +890,9 @@ def render_response(response: LlmResponse, *, model: str, response_id: str) -> d
 def render_stream(response: LlmResponse, *, model: str, response_id: str) -> list[str]:
     """`response` as the server-sent events Messages streams it with, one block per string.
 
-    `message_start` (the input tokens, at most one output token so far), a `ping`, a text block
+    `message_start` (the input tokens, at most one output token so far), a `ping`, the
+    reasoning blocks (a `thinking` block's words in a few `thinking_delta`s, then its
+    `signature_delta`; a `redacted_thinking` block whole), a text block
     whose text comes in a few `text_delta`s, one `tool_use` block per call whose arguments come
     as an empty `input_json_delta` and then a few raw fragments, `message_delta` with the stop
     reason and the final usage, and `message_stop`. Each string is `event: NAME` and `data:`
@@ -888,7 +918,9 @@ def render_stream(response: LlmResponse, *, model: str, response_id: str) -> lis
         "usage": _render_usage(response.usage, output_tokens=min(response.usage.output_tokens, 1)),
     }
     events = [event("message_start", message=message), event("ping")]
-    blocks: list[tuple[dict[str, JsonValue], list[dict[str, JsonValue]]]] = []
+    blocks: list[tuple[dict[str, JsonValue], list[dict[str, JsonValue]]]] = [
+        _streamed_reasoning(block) for block in reply_reasoning_blocks(response)
+    ]
     if response.text:
         blocks.append(
             (
@@ -919,6 +951,25 @@ def render_stream(response: LlmResponse, *, model: str, response_id: str) -> lis
     events.append(event("message_delta", delta=stop, usage=final_usage))
     events.append(event("message_stop"))
     return events
+
+
+def _streamed_reasoning(
+    block: dict[str, JsonValue],
+) -> tuple[dict[str, JsonValue], list[dict[str, JsonValue]]]:
+    """A reasoning block as Messages streams it: a `thinking` block opens empty, its words come
+    in a few `thinking_delta`s and its signature in one `signature_delta`; a
+    `redacted_thinking` block arrives whole."""
+    if block.get("type") != "thinking":
+        return block, []
+    words = block.get("thinking")
+    signature = block.get("signature")
+    deltas: list[dict[str, JsonValue]] = [
+        {"type": "thinking_delta", "thinking": piece}
+        for piece in stream_pieces(words if isinstance(words, str) else "")
+    ]
+    if isinstance(signature, str):
+        deltas.append({"type": "signature_delta", "signature": signature})
+    return {"type": "thinking", "thinking": "", "signature": ""}, deltas
 
 
 def render_error(status: int, error_type: str, message: str) -> dict[str, JsonValue]:

@@ -60,6 +60,15 @@ class Capabilities:
     forced_tool_choice_with_reasoning: bool = True
     sampling_with_reasoning: bool = True
     max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    reasons_by_default: bool = False
+    """Whether the model reasons when a request says nothing of reasoning (OpenAI's o-series
+    and GPT-5, Gemini 2.5 and 3; not GPT-5.1, whose default is `none`, nor Claude): for such
+    a model only an explicit setting turns reasoning off or down."""
+    reasoning_off: str | None = None
+    """What `ReasoningDisabled` sends a model that reasons unless told not to: the provider's
+    word for no reasoning where the model has one (OpenAI's `none`), else its lowest effort
+    (GPT-5's `minimal`, the o-series' `low`), the closest the model comes to not reasoning.
+    None sends nothing: the model does not reason unless asked."""
 
     def accepts_reasoning_effort(self, effort: Effort) -> bool:
         """Whether a `ReasoningEffort(effort=...)` can be sent to this model."""

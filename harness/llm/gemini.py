@@ -79,6 +79,7 @@ from harness.llm._wire import (
     provider_message,
     stop_word,
     stream_pieces,
+    thinking_signature,
     wire_system,
 )
 from harness.llm.capabilities import ALL_EFFORTS, Capabilities, CapabilityRule, first_matching
@@ -222,6 +223,7 @@ def _gemini(note: str, thinking: ThinkingControl) -> Capabilities:
         note=note,
         reasoning=thinks,
         reasoning_efforts=ALL_EFFORTS if thinks else (),
+        reasons_by_default=thinks,  # a thinking model thinks unless its thinkingConfig says
     )
 
 
@@ -870,6 +872,8 @@ class _Reading:
     text: str
     calls: list[tuple[str | None, LlmToolCall]]
     carries_thinking: bool
+    thoughts: str = ""
+    """The words of its thought parts (thought summaries, sent when asked for)."""
 
 
 def _carries_thinking(part: dict[str, JsonValue]) -> bool:
@@ -882,6 +886,7 @@ def _read_parts(
     reader: WireReader, parts: list[JsonValue], path: str, *, response_id: str | None
 ) -> _Reading:
     texts: list[str] = []
+    thoughts: list[str] = []
     calls: list[tuple[str | None, LlmToolCall]] = []
     carries_thinking = False
     for position, value in enumerate(parts):
@@ -889,6 +894,9 @@ def _read_parts(
         part = reader.object(value, where)
         carries_thinking = carries_thinking or _carries_thinking(part)
         if _member(part, "thought") is True:
+            thought = _member(part, "text")
+            if isinstance(thought, str):
+                thoughts.append(thought)
             continue
         if _has(part, "functionCall"):
             call = reader.object(_member(part, "functionCall"), f"{where}.functionCall")
@@ -908,7 +916,7 @@ def _read_parts(
             )
         elif _has(part, "text"):
             texts.append(reader.string(_member(part, "text"), f"{where}.text"))
-    return _Reading("".join(texts), calls, carries_thinking)
+    return _Reading("".join(texts), calls, carries_thinking, "".join(thoughts))
 
 
 def parse_response(payload: JsonValue) -> LlmResponse:
@@ -972,6 +980,7 @@ def _response(
         text=reading.text,
         tool_calls=calls,
         reasoning_blocks=blocks,
+        thinking=reading.thoughts,
         stop=stop,
         provider_stop_reason=finish_reason,
         usage=_usage(usage),
@@ -1007,6 +1016,7 @@ def _usage(counts: Mapping[str, int]) -> Usage:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         total_tokens=counts.get("totalTokenCount", input_tokens + output_tokens),
+        reasoning_tokens=counts.get("thoughtsTokenCount", 0),
     )
 
 
@@ -1216,25 +1226,58 @@ def _candidate(parts: list[JsonValue], finish_reason: str | None) -> dict[str, J
 def _render_usage(usage: Usage, *, final: bool) -> dict[str, JsonValue]:
     if not final:
         return {"promptTokenCount": usage.input_tokens, "totalTokenCount": usage.input_tokens}
-    return {
+    rendered: dict[str, JsonValue] = {
         "promptTokenCount": usage.input_tokens,
-        "candidatesTokenCount": usage.output_tokens,
+        "candidatesTokenCount": usage.output_tokens
+        - min(usage.reasoning_tokens, usage.output_tokens),
         "totalTokenCount": usage.input_tokens + usage.output_tokens,
     }
+    if usage.reasoning_tokens:
+        rendered["thoughtsTokenCount"] = min(usage.reasoning_tokens, usage.output_tokens)
+    return rendered
+
+
+def _signed(parts: list[JsonValue], response: LlmResponse) -> list[JsonValue]:
+    """`parts` with the reply's thought signature where Gemini puts it, when the reply thought:
+    on its first function call, else on its last part. A reply of no parts (thinking that the
+    token limit cut off) carries none. The thought's words are not sent: the harness asks for
+    none (`includeThoughts: false`)."""
+    if not response.thinking or not parts:
+        return parts
+    objects = [part if isinstance(part, dict) else {} for part in parts]
+    calls = [index for index, part in enumerate(objects) if "functionCall" in part]
+    at = calls[0] if calls else len(parts) - 1
+    signed: dict[str, JsonValue] = {
+        **objects[at],
+        "thoughtSignature": thinking_signature(response.thinking),
+    }
+    return [*parts[:at], signed, *parts[at + 1 :]]
+
+
+def _own_parts(response: LlmResponse) -> list[JsonValue] | None:
+    """The parts of the content the reply came with (its one reasoning block), when it has one."""
+    if len(response.reasoning_blocks) != 1:
+        return None
+    parts = copy_json(response.reasoning_blocks[0].get("parts"))
+    return parts if isinstance(parts, list) else None
 
 
 def render_response(response: LlmResponse, *, model: str, response_id: str) -> dict[str, JsonValue]:
     """`response` as the `GenerateContentResponse` Gemini answers `generateContent` with.
 
-    One candidate: a text part when there is text, then one `functionCall` part per call (its
-    arguments as `args`, no `id`, as Gemini 2.5 sends them), so `parse_response` reads back the
-    same text and calls, their arguments as compact JSON. Raises `IllegalArgumentException` for
+    One candidate: the parts of the content the reply came with, when it has one (its reasoning
+    block), else a text part when there is text, then one `functionCall` part per call (its
+    arguments as `args`, no `id`, as Gemini 2.5 sends them), the reply's thought signature
+    (`_signed`) on the first call or the last part when it shows `thinking`, so
+    `parse_response` reads back the same text and calls, their arguments as compact JSON. Raises `IllegalArgumentException` for
     arguments that are not a JSON object (cut off mid-JSON included: Gemini has no way to carry
     them), and for a `Cancelled` or `Error` stop, which no model reply carries.
     """
     finish_reason = finish_reason_for(response)
-    parts: list[JsonValue] = [{"text": response.text}] if response.text else []
-    parts.extend(_call_parts(response))
+    parts = _own_parts(response)
+    if parts is None:
+        parts = [{"text": response.text}] if response.text else []
+        parts = _signed([*parts, *_call_parts(response)], response)
     return {
         "candidates": [_candidate(parts, finish_reason)],
         "usageMetadata": _render_usage(response.usage, final=True),
@@ -1255,6 +1298,10 @@ def render_stream(response: LlmResponse, *, model: str, response_id: str) -> lis
     finish_reason = finish_reason_for(response)
     chunks: list[list[JsonValue]] = [[{"text": piece}] for piece in stream_pieces(response.text)]
     calls = _call_parts(response)
+    if calls:
+        calls = _signed(calls, response)
+    elif chunks:
+        chunks[-1] = _signed(chunks[-1], response)
     if calls or not chunks:
         chunks.append(calls)
     events: list[str] = []

@@ -186,6 +186,10 @@ class Usage(WireModel):
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
     total_tokens: NonNegativeInt = 0
+    reasoning_tokens: NonNegativeInt = 0
+    """Of `output_tokens`, those spent reasoning, where the provider says (OpenAI
+    `reasoning_tokens`, Gemini `thoughtsTokenCount`); Anthropic counts thinking in
+    `output_tokens` without saying how much."""
 
 
 class LlmResponse(WireModel):
@@ -200,6 +204,11 @@ class LlmResponse(WireModel):
     tool_calls: tuple[LlmToolCall, ...] = ()
     reasoning_blocks: tuple[dict[str, JsonValue], ...] = ()
     """Provider reasoning blocks as sent (see `AssistantMessage.reasoning_blocks`)."""
+    thinking: str = ""
+    """The reasoning the reply shows in words (Anthropic `thinking` text, Gemini thought
+    summaries, the summary of an OpenAI Responses `reasoning` item), never part of `text`. A
+    renderer given a reply with `thinking` and no `reasoning_blocks` makes the provider's
+    blocks from it, signed deterministically (`harness.llm._wire.thinking_signature`)."""
     stop: AnyStopKind
     provider_stop_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)

@@ -123,7 +123,9 @@ def request_headers() -> dict[str, str]:
     return dict(OPENAI.version_headers)
 
 
-def _reasoning(note: str, efforts: tuple[Effort, ...]) -> Capabilities:
+def _reasoning(
+    note: str, efforts: tuple[Effort, ...], *, off: str | None, by_default: bool = True
+) -> Capabilities:
     return Capabilities(
         provider=PROVIDER,
         model="",
@@ -132,6 +134,8 @@ def _reasoning(note: str, efforts: tuple[Effort, ...]) -> Capabilities:
         reasoning_efforts=efforts,
         sampling_with_reasoning=False,
         max_tokens_parameter="max_completion_tokens",
+        reasons_by_default=by_default,
+        reasoning_off=off,
     )
 
 
@@ -139,7 +143,7 @@ MODEL_RULES: Final[tuple[CapabilityRule, ...]] = (
     CapabilityRule(
         pattern=re.compile(r"^o1-(mini|preview)"),
         template=replace(
-            _reasoning("o1 previews: no tools, no system message, no effort", ()),
+            _reasoning("o1 previews: no tools, no system message, no effort", (), off=None),
             supports_tools=False,
             supports_forced_tool_choice=False,
             supports_system_prompt=False,
@@ -156,12 +160,27 @@ MODEL_RULES: Final[tuple[CapabilityRule, ...]] = (
         ),
     ),
     CapabilityRule(
+        pattern=re.compile(r"^gpt-5\.[1-9]"),
+        template=_reasoning(
+            "GPT-5.1 and later: reasoning can be turned off (none), no minimal effort",
+            ("low", "medium", "high"),
+            off="none",
+            by_default=False,
+        ),
+    ),
+    CapabilityRule(
         pattern=re.compile(r"^gpt-5"),
-        template=_reasoning("GPT-5 reasoning: also the minimal effort", ALL_EFFORTS),
+        template=_reasoning(
+            "GPT-5 reasoning: also the minimal effort, the least it reasons",
+            ALL_EFFORTS,
+            off="minimal",
+        ),
     ),
     CapabilityRule(
         pattern=re.compile(r"^o[134](-|$)"),
-        template=_reasoning("o-series reasoning: low, medium, high", ("low", "medium", "high")),
+        template=_reasoning(
+            "o-series reasoning: low, medium, high", ("low", "medium", "high"), off="low"
+        ),
     ),
 )
 """What OpenAI models differ in (see `harness.llm.capabilities`), the first match winning."""
@@ -177,8 +196,11 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
     """The exact Chat Completions body for `request`.
 
     Tools and `tool_choice` are left out together when there are no tools. Reasoning models
-    (`model_capabilities`) get `max_completion_tokens` instead of `max_tokens`. Unset reasoning
-    and `ReasoningDisabled` send no `reasoning_effort`. Streaming asks for the final usage chunk.
+    (`model_capabilities`) get `max_completion_tokens` instead of `max_tokens`, which counts
+    their reasoning tokens too. Unset reasoning sends no `reasoning_effort`; `ReasoningDisabled`
+    sends the model's `reasoning_off` (`none` from GPT-5.1 on, GPT-5's `minimal`, the
+    o-series' `low`), and nothing to a model that does not reason. Streaming asks for the final
+    usage chunk.
     """
     body: dict[str, JsonValue] = {"model": request.model, "messages": _render_messages(request)}
     if request.tools:
@@ -195,6 +217,10 @@ def render_request(request: LlmRequest) -> dict[str, JsonValue]:
         body["stop"] = list(request.stop_sequences)
     if isinstance(request.reasoning, ReasoningEffort):
         body["reasoning_effort"] = request.reasoning.effort
+    elif isinstance(request.reasoning, ReasoningDisabled):
+        off = model_capabilities(PROVIDER, request.model).reasoning_off
+        if off is not None:
+            body["reasoning_effort"] = off
     if request.response_format is not None:
         body["response_format"] = {
             "type": "json_schema",
@@ -281,8 +307,10 @@ def parse_request(body: JsonValue, *, path: str | None = None) -> LlmRequest:
     system fragments come back as one fragment named `FRAGMENT_WIRE` holding their joined text;
     message `metadata`, `reasoning_blocks` and a tool result's `is_error` are gone; a tool
     result's `name` is the name of the call with its id in an earlier assistant message ("" when
-    there is none); an assistant's empty text reads as None; `ReasoningDisabled` and unset
-    reasoning both read as None, and `budget_tokens` is gone; `tool_choice` reads as "auto" when
+    there is none); an assistant's empty text reads as None; `ReasoningDisabled` reads as None
+    for a model that does not reason (nothing is sent), and the effort it sends a reasoning
+    model (`reasoning_off`) reads as `ReasoningDisabled`, even when a `ReasoningEffort` of
+    that effort sent it (GPT-5's `minimal`); `budget_tokens` is gone; `tool_choice` reads as "auto" when
     there are no tools.
 
     System and developer messages anywhere in the conversation join the system text, in order.
@@ -327,7 +355,7 @@ def parse_request(body: JsonValue, *, path: str | None = None) -> LlmRequest:
             _REQUEST.string(item, f"stop[{index}]")
             for index, item in enumerate(_REQUEST.optional_array(stop, "stop"))
         ),
-        reasoning=_parse_effort(request.get("reasoning_effort"), "reasoning_effort"),
+        reasoning=_parse_effort(request.get("reasoning_effort"), "reasoning_effort", model),
         response_format=_parse_format(request.get("response_format"), "response_format"),
         stream=_REQUEST.flag(request.get("stream"), "stream"),
     )
@@ -421,11 +449,13 @@ def _parse_tool_choice(value: JsonValue, *, nested: bool) -> ToolChoice:
     return NamedToolChoice(name=_REQUEST.name(choice.get("name"), "tool_choice.name"))
 
 
-def _parse_effort(value: JsonValue, field: str) -> Reasoning | None:
+def _parse_effort(value: JsonValue, field: str, model: str) -> Reasoning | None:
+    """`none`, and the effort `ReasoningDisabled` sends `model` (its `reasoning_off`), read as
+    `ReasoningDisabled`: what a forced call sends."""
     if value is None:
         return None
     effort = _REQUEST.choice(value, field, _EFFORTS)
-    if effort == "none":
+    if effort in ("none", model_capabilities(PROVIDER, model).reasoning_off):
         return ReasoningDisabled()
     return _REQUEST.build(ReasoningEffort, field, effort=effort)
 
@@ -470,7 +500,7 @@ def _parse_responses_request(request: dict[str, JsonValue], model: str) -> LlmRe
         tool_choice=_parse_tool_choice(request.get("tool_choice"), nested=False),
         max_tokens=_REQUEST.positive(request.get("max_output_tokens"), "max_output_tokens"),
         **_sampling(request),
-        reasoning=_parse_effort(reasoning.get("effort"), "reasoning.effort"),
+        reasoning=_parse_effort(reasoning.get("effort"), "reasoning.effort", model),
         response_format=_parse_format(text.get("format"), "text.format"),
         stream=_REQUEST.flag(request.get("stream"), "stream"),
     )
@@ -612,8 +642,17 @@ def _parse_usage(value: JsonValue) -> tuple[Usage, float | None]:
         if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
         else None
     )
+    details = _READER.optional_object(
+        usage.get("completion_tokens_details"), "usage.completion_tokens_details"
+    )
+    reasoning = (details or {}).get("reasoning_tokens")
     return Usage(
-        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total_tokens
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total_tokens,
+        reasoning_tokens=0
+        if reasoning is None
+        else _READER.count(reasoning, "usage.completion_tokens_details.reasoning_tokens"),
     ), credits
 
 
@@ -941,7 +980,7 @@ def _render_usage(usage: Usage) -> dict[str, JsonValue]:
         "total_tokens": usage.input_tokens + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
         "completion_tokens_details": {
-            "reasoning_tokens": 0,
+            "reasoning_tokens": usage.reasoning_tokens,
             "audio_tokens": 0,
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0,

@@ -85,7 +85,21 @@ class FunctionCallItem(WireModel):
     name: str
 
 
-OutputItem = Annotated[MessageItem | FunctionCallItem, Field(discriminator="type")]
+class SummaryText(WireModel):
+    type: Literal["summary_text"] = "summary_text"
+    text: str
+
+
+class ReasoningItem(WireModel):
+    """The reasoning that came before the reply's message and calls: its summary's words (the
+    model's own reasoning stays hidden, as OpenAI keeps it)."""
+
+    id: str
+    type: Literal["reasoning"] = "reasoning"
+    summary: tuple[SummaryText, ...]
+
+
+OutputItem = Annotated[ReasoningItem | MessageItem | FunctionCallItem, Field(discriminator="type")]
 
 
 class InputTokensDetails(WireModel):
@@ -325,19 +339,24 @@ def _incomplete(response: LlmResponse) -> IncompleteDetails | None:
 
 
 def _items(response: LlmResponse, response_id: str, *, incomplete: bool) -> Iterator[OutputItem]:
-    """The output items: a message unless the reply is tool calls alone, then one function call
-    per tool call. An incomplete response's last item is the one that was cut off."""
+    """The output items: the reasoning when the reply shows `thinking`, a message unless the
+    reply is tool calls or thinking alone, then one function call per tool call. An incomplete
+    response's last message or call is the one that was cut off."""
     items: list[OutputItem] = []
+    if response.thinking:
+        items.append(
+            ReasoningItem(id=f"rs_{response_id}", summary=(SummaryText(text=response.thinking),))
+        )
     refusal = response.metadata.get("refusal")
     if isinstance(refusal, str) and refusal:
         items.append(_message(response_id, OutputRefusal(refusal=refusal)))
-    elif response.text or not response.tool_calls:
+    elif response.text or not (response.tool_calls or response.thinking):
         items.append(_message(response_id, OutputText(text=response.text)))
     items.extend(
         _function_call(response_id, index, call) for index, call in enumerate(response.tool_calls)
     )
     for position, item in enumerate(items):
-        cut_off = incomplete and position == len(items) - 1
+        cut_off = incomplete and position == len(items) - 1 and not isinstance(item, ReasoningItem)
         yield item.model_copy(update={"status": "incomplete"}) if cut_off else item
 
 
@@ -359,6 +378,7 @@ def _usage(usage: Usage) -> ResponseUsage:
     return ResponseUsage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=usage.reasoning_tokens),
         total_tokens=usage.input_tokens + usage.output_tokens,
     )
 
@@ -367,7 +387,9 @@ def _item_events(index: int, item: OutputItem, numbers: Iterator[int]) -> Iterat
     """The events that stream one output item: added (in progress, empty), its content or its
     arguments in pieces, done."""
     opening: OutputItem
-    if isinstance(item, MessageItem):
+    if isinstance(item, ReasoningItem):
+        opening = item.model_copy(update={"summary": ()})
+    elif isinstance(item, MessageItem):
         opening = item.model_copy(update={"status": "in_progress", "content": ()})
     else:
         opening = item.model_copy(update={"status": "in_progress", "arguments": ""})
@@ -377,7 +399,9 @@ def _item_events(index: int, item: OutputItem, numbers: Iterator[int]) -> Iterat
         output_index=index,
         sequence_number=next(numbers),
     )
-    if isinstance(item, MessageItem):
+    if isinstance(item, ReasoningItem):
+        pass  # its summary comes whole in `response.output_item.done`
+    elif isinstance(item, MessageItem):
         for content_index, part in enumerate(item.content):
             yield from _part_events(index, content_index, item.id, part, numbers)
     else:

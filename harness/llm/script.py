@@ -30,6 +30,7 @@ from harness.http_clients import (
     library_of,
 )
 from harness.lazy import on_first_use
+from harness.llm._wire import reasoning_token_estimate
 from harness.llm.adapters import ReplyRenderer, RequestFormatError, adapter_for, reply_renderer
 from harness.llm.models import LlmResponse, LlmToolCall, Usage
 from harness.protocol._base import WireModel
@@ -79,21 +80,33 @@ class ScriptedError(WireModel):
 
 
 class ScriptedReply(WireModel):
-    """One model reply in a script."""
+    """One model reply in a script.
+
+    `thinking` is the reasoning the model shows before its text and calls, rendered as each
+    wire carries it: an Anthropic `thinking` block with a signature, a Gemini
+    `thoughtSignature` (the harness asks for no thought text), an OpenAI Responses `reasoning`
+    item with its summary; Chat Completions shows no reasoning but counts it. Its tokens
+    (`reasoning_token_estimate`, unless `usage` says) are part of the reply's output tokens and
+    its `reasoning_tokens`. A reply of thinking alone, `truncated`, is a model that spent the
+    whole `max_tokens` thinking: no text, stopped by the limit.
+    """
 
     text: str | None = None
     truncated: bool = False
     tool_calls: tuple[ScriptedToolCall, ...] = ()
+    thinking: str | None = Field(default=None, min_length=1)
     stop: str | None = None
     error: ScriptedError | None = None
     usage: Usage | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScriptedReply:
-        if self.error is not None and (self.text is not None or self.tool_calls):
-            raise ValueError("an error reply has no text and no tool calls")
-        if self.error is None and self.text is None and not self.tool_calls:
-            raise ValueError("a reply needs text, tool_calls, or error")
+        if self.error is not None and (
+            self.text is not None or self.tool_calls or self.thinking is not None
+        ):
+            raise ValueError("an error reply has no text, no tool calls and no thinking")
+        if self.error is None and self.text is None and not self.tool_calls and not self.thinking:
+            raise ValueError("a reply needs text, tool_calls, thinking, or error")
         return self
 
     def to_response(self, position: int) -> LlmResponse:
@@ -122,8 +135,21 @@ class ScriptedReply(WireModel):
                 )
                 for index, call in enumerate(self.tool_calls)
             ),
+            thinking=self.thinking or "",
             stop=stop,
-            usage=self.usage or DEFAULT_USAGE,
+            usage=self.usage or self._default_usage(),
+        )
+
+    def _default_usage(self) -> Usage:
+        if self.thinking is None:
+            return DEFAULT_USAGE
+        reasoning = reasoning_token_estimate(self.thinking)
+        return DEFAULT_USAGE.model_copy(
+            update={
+                "output_tokens": DEFAULT_USAGE.output_tokens + reasoning,
+                "total_tokens": DEFAULT_USAGE.total_tokens + reasoning,
+                "reasoning_tokens": reasoning,
+            }
         )
 
 

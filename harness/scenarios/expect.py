@@ -11,9 +11,11 @@ from pydantic import JsonValue
 from harness.agent.output import output_validator
 from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
-from harness.llm.models import LlmRequest, NamedToolChoice, ReasoningDisabled
+from harness.llm.adapters import adapter_for
+from harness.llm.models import AssistantMessage, LlmRequest, NamedToolChoice, ReasoningDisabled
 from harness.protocol.chunks import ForcedCompletionChunk, StreamChunk
 from harness.protocol.forced import ForcedCompletionState
+from harness.providers import Provider, find_provider
 from harness.scenarios.format import (
     ChunkExpect,
     DownstreamExpect,
@@ -58,6 +60,27 @@ class ObservedRequest:
     completion_metadata: dict[str, Any] | None
     reasoning_unsent: bool = False
     """Read from the wire, where reasoning left unset and reasoning disabled look alike."""
+    reasons_unless_told: bool = False
+    """The request's model reasons when the request says nothing of reasoning
+    (`Capabilities.reasons_by_default`): on the wire, sending nothing leaves reasoning on."""
+    provider: Provider | None = None
+    """The provider whose wire `request` is still to be rendered in (the reference's requests);
+    None when `request` was read from the wire (a target's)."""
+
+    def sent(self) -> LlmRequest:
+        """The request as its wire carries it: the reference's rendered by its provider's
+        adapter and read back (Anthropic's `max_tokens` with the thinking budget in it, no
+        thinking blocks while thinking is off), a target's as it was read."""
+        if self.provider is None:
+            return self.request
+        adapter = adapter_for(self.provider)
+        spec = find_provider(self.provider)
+        path = (
+            None
+            if spec is None
+            else spec.request_target(self.request.model, stream=self.request.stream)
+        )
+        return adapter.parse_request(adapter.render_request(self.request), path=path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +106,14 @@ class AgentObservation:
     forced_state_reported: bool = True
 
     @classmethod
-    def of_run(cls, result: RunResult, stored: ForcedCompletionState | None) -> AgentObservation:
+    def of_run(
+        cls,
+        result: RunResult,
+        stored: ForcedCompletionState | None,
+        provider: Provider | None = None,
+    ) -> AgentObservation:
+        """What the reference's run produced; `provider` is the wire its requests went out in
+        (the expectations that read a request as sent need it)."""
         return cls(
             status=result.status,
             error_code=result.error_code,
@@ -94,7 +124,7 @@ class AgentObservation:
             outcome_record=result.outcome_record().model_dump(),
             envelope=result.envelope().model_dump(mode="json", by_alias=True),
             requests={
-                kind: [_observed(request) for request in result.requests(kind)]
+                kind: [_observed(request, provider) for request in result.requests(kind)]
                 for kind in ("work", "forced")
             },
             memory_extractions=result.state.memory_extractions,
@@ -107,21 +137,26 @@ class AgentObservation:
         return [chunk for chunk in self.chunks if isinstance(chunk, ForcedCompletionChunk)]
 
 
-def _observed(request: LlmRequest) -> ObservedRequest:
+def _observed(request: LlmRequest, provider: Provider | None) -> ObservedRequest:
     metadata = request.messages[-1].metadata.get(FORCED_METADATA_KEY) if request.messages else None
     return ObservedRequest(
         request=request,
         fragments=tuple(request.fragment_names()),
         memory_injected=any(m.metadata.get(MEMORY_METADATA_KEY) for m in request.messages),
         completion_metadata=metadata if isinstance(metadata, dict) else None,
+        provider=provider,
     )
 
 
 def check_agent(
-    expect: Expect, result: RunResult, stored: ForcedCompletionState | None
+    expect: Expect,
+    result: RunResult,
+    stored: ForcedCompletionState | None,
+    provider: Provider | None = None,
 ) -> list[Mismatch]:
-    """Every mismatch between `expect` and an agent run of the reference."""
-    mismatches, _ = check_observation(expect, AgentObservation.of_run(result, stored))
+    """Every mismatch between `expect` and an agent run of the reference, whose requests went
+    out in `provider`'s wire."""
+    mismatches, _ = check_observation(expect, AgentObservation.of_run(result, stored, provider))
     return mismatches
 
 
@@ -515,8 +550,12 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
     if wanted.reasoning is not None:
         reasoning = shown_reasoning(observed)
         if observed.reasoning_unsent and request.reasoning is None:
-            # on the wire, disabled reasoning and unset reasoning are the same: nothing is sent
-            reasoning = "disabled" if wanted.reasoning == "disabled" else "unset"
+            # on the wire, disabled reasoning and unset reasoning are the same (nothing is sent),
+            # except to a model that reasons unless told not to
+            if observed.reasons_unless_told:
+                reasoning = "unset (the model reasons unless told not to)"
+            else:
+                reasoning = "disabled" if wanted.reasoning == "disabled" else "unset"
         fields.append(("reasoning", wanted.reasoning, reasoning))
     if wanted.system_fragments is not None:
         fields.append(("system_fragments", wanted.system_fragments, list(observed.fragments)))
@@ -540,7 +579,24 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
         fields.append(("contains_text", wanted.contains_text, text))
     if wanted.absent_text is not None:
         fields.append(("absent_text", wanted.absent_text, text))
+    if wanted.max_tokens is not None or wanted.reasoning_turns is not None:
+        sent = observed.sent()
+        if wanted.max_tokens is not None:
+            cap = "unset" if sent.max_tokens is None else sent.max_tokens
+            fields.append(("max_tokens", wanted.max_tokens, cap))
+        if wanted.reasoning_turns is not None:
+            fields.append(("reasoning_turns", wanted.reasoning_turns, reasoning_turns(sent)))
     return fields
+
+
+def reasoning_turns(request: LlmRequest) -> int:
+    """How many assistant turns of `request` carry the model's reasoning (their
+    `reasoning_blocks`)."""
+    return sum(
+        1
+        for message in request.messages
+        if isinstance(message, AssistantMessage) and message.reasoning_blocks
+    )
 
 
 PART_WINDOW: Final = 32

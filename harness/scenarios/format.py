@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    NonNegativeInt,
     PositiveInt,
     field_validator,
     model_validator,
@@ -120,6 +121,21 @@ class RequestExpect(ScenarioModel):
     temperature: float | None = None
     contains_text: list[str] | None = None
     absent_text: list[str] | None = None
+    max_tokens: PositiveInt | Literal["unset"] | None = Field(
+        default=None,
+        description=(
+            "the token cap as the provider's wire carries it (Anthropic's max_tokens, the "
+            "thinking budget included; OpenAI's max_completion_tokens or max_tokens; Gemini's "
+            "maxOutputTokens), or unset when none is sent"
+        ),
+    )
+    reasoning_turns: NonNegativeInt | None = Field(
+        default=None,
+        description=(
+            "how many assistant turns of the conversation carry the model's reasoning as sent "
+            "(Anthropic thinking blocks, Gemini thought signatures)"
+        ),
+    )
 
 
 class ChunkExpect(ScenarioModel):

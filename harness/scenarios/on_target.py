@@ -33,6 +33,7 @@ from harness.cassettes import CassetteTransport, RecordMode
 from harness.errors import HarnessError
 from harness.lazy import ReadOnDemand
 from harness.llm.adapters import adapter_for
+from harness.llm.capabilities import capabilities_for
 from harness.llm.models import LlmRequest, UserMessage
 from harness.llm.script import ScriptTransport
 from harness.providers import Provider
@@ -243,15 +244,16 @@ class TargetRunner:
         spec = scenario.agent
         assert spec is not None
         agent = build.agent_definition(scenario, spec)
-        observation = _observation(reply, agent, calls)
-        result.causes.extend(_forced_calls_not_forced(calls, _wire_reader(reply, agent)))
+        read = _wire_reader(reply, agent, scenario.provider)
+        observation = _observation(reply, agent, calls, read)
+        result.causes.extend(_forced_calls_not_forced(calls, read))
         mismatches, skipped = check_observation(scenario.expect, observation)
         if scenario.workflow is not None and scenario.expect.downstream is not None:
             downstream = run_workflow(scenario.workflow, reply.envelope)
             mismatches.extend(check_downstream(scenario.expect.downstream, downstream))
         result.mismatches.extend(mismatches)
         result.skipped_expectations.extend(skipped)
-        return _Observed(reply, calls, _wire_reader(reply, agent))
+        return _Observed(reply, calls, read)
 
     def _module(
         self,
@@ -515,16 +517,18 @@ def _read_on_demand(
     return ReadOnDemand(len(calls), lambda index: read(calls[index].request), keep=True)
 
 
-def _wire_reader(reply: AgentResult, agent: Any) -> Callable[[LlmRequest], ObservedRequest]:
-    """How an agent cell's wire requests are read: the fragments, memory recall and forced
-    attempt each carried, found in its text."""
+def _wire_reader(
+    reply: AgentResult, agent: Any, provider: Provider
+) -> Callable[[LlmRequest], ObservedRequest]:
+    """How an agent cell's wire requests to `provider` are read: the fragments, memory recall
+    and forced attempt each carried, found in its text."""
     trigger = next(
         (chunk.trigger for chunk in reply.chunks if chunk.kind == "forced_completion"), None
     )
     fragments = {fragment.name: fragment.text for fragment in work_fragments(agent)}
     fragments.update({fragment.name: fragment.text for fragment in forced_fragments(agent)})
     memory_opening = memory_message(("",)).content.split("\n", 1)[0]
-    return lambda request: _on_the_wire(request, fragments, memory_opening, trigger)
+    return lambda request: _on_the_wire(request, fragments, memory_opening, trigger, provider)
 
 
 def _forced_calls_not_forced(
@@ -552,8 +556,12 @@ def _forced_calls_not_forced(
     return causes
 
 
-def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObservation:
-    read = _wire_reader(reply, agent)
+def _observation(
+    reply: AgentResult,
+    agent: Any,
+    calls: list[_Call],
+    read: Callable[[LlmRequest], ObservedRequest],
+) -> AgentObservation:
     counters = reply.counters
     return AgentObservation(
         status=reply.status,
@@ -577,7 +585,11 @@ def _observation(reply: AgentResult, agent: Any, calls: list[_Call]) -> AgentObs
 
 
 def _on_the_wire(
-    request: LlmRequest, fragments: dict[str, str], memory_opening: str, trigger: str | None
+    request: LlmRequest,
+    fragments: dict[str, str],
+    memory_opening: str,
+    trigger: str | None,
+    provider: Provider,
 ) -> ObservedRequest:
     """What a wire request carried, read from its text: a fragment is there when its text is in
     the system prompt, the recall when a user message opens as the recall does, the forced
@@ -597,6 +609,7 @@ def _on_the_wire(
         memory_injected=any(text.startswith(memory_opening) for text in users),
         completion_metadata=metadata,
         reasoning_unsent=True,
+        reasons_unless_told=capabilities_for(provider, request.model).reasons_by_default,
     )
 
 

@@ -368,7 +368,10 @@ def _run_agent(cell: Cell, options: RunOptions, outcome: CellResult) -> list[Mis
         if options.collect_detail:
             outcome.detail = agent_detail(result, stored.forced_completion if stored else None)
         mismatches = check_agent(
-            scenario.expect, result, stored.forced_completion if stored else None
+            scenario.expect,
+            result,
+            stored.forced_completion if stored else None,
+            scenario.provider,
         )
         if scenario.workflow is not None:
             downstream = run_workflow(scenario.workflow, result.envelope())

@@ -924,15 +924,42 @@ def test_no_tools_means_no_tool_choice(choice: ToolChoice) -> None:
 
 
 @pytest.mark.parametrize("reasoning", [None, ReasoningDisabled()], ids=["unset", "disabled"])
-def test_reasoning_unset_or_disabled_sends_no_reasoning_parameter(
-    reasoning: Reasoning | None,
+def test_reasoning_unset_or_disabled_sends_no_thinking(reasoning: Reasoning | None) -> None:
+    request = LlmRequest(model="claude-sonnet-4-5", reasoning=reasoning)
+    rendered = anthropic.render_request(request)
+    assert "thinking" not in rendered
+    assert rendered["max_tokens"] == 4096
+
+
+def test_unset_reasoning_sends_no_reasoning_effort() -> None:
+    for model in ("o3-mini", "gpt-5", "gpt-5.1", "gpt-4o-mini"):
+        assert "reasoning_effort" not in openai.render_request(LlmRequest(model=model))
+
+
+@pytest.mark.parametrize(
+    ("model", "sent"),
+    [
+        ("gpt-4o-mini", None),  # does not reason: nothing to turn off
+        ("gpt-5-chat-latest", None),
+        ("o1-mini", None),  # takes no effort at all
+        ("o3-mini", "low"),  # the o-series' least
+        ("o4-mini", "low"),
+        ("gpt-5", "minimal"),  # GPT-5's least
+        ("gpt-5-mini", "minimal"),
+        ("gpt-5.1", "none"),  # from GPT-5.1 on, reasoning can be turned off
+        ("gpt-5.2-codex", "none"),
+    ],
+)
+def test_disabled_reasoning_is_said_to_a_model_that_reasons_unless_told(
+    model: str, sent: str | None
 ) -> None:
-    for model in ("o3-mini", "gpt-5", "claude-sonnet-4-5"):
-        request = LlmRequest(model=model, reasoning=reasoning)
-        assert "reasoning_effort" not in openai.render_request(request)
-        rendered = anthropic.render_request(request)
-        assert "thinking" not in rendered
-        assert rendered["max_tokens"] == 4096
+    """A forced call disables reasoning: to a model that reasons by default, saying nothing
+    would leave it reasoning at its default effort."""
+    request = LlmRequest(model=model, reasoning=ReasoningDisabled())
+    body = openai.render_request(request)
+    assert body.get("reasoning_effort") == sent
+    # and it reads back as disabled, what a forced call sends
+    assert openai.parse_request(body).reasoning == (None if sent is None else ReasoningDisabled())
 
 
 @pytest.mark.parametrize(
@@ -1001,6 +1028,8 @@ def test_the_forced_completion_call_renders_without_reasoning(model: str) -> Non
             "tool_choice": {"type": "tool", "name": "__finish__"},
         }
     else:
+        # GPT-5 reasons unless told not to: the least it takes is said; gpt-4o has nothing to say
+        reasoning = {"reasoning_effort": "minimal"} if model.startswith("gpt-5") else {}
         assert openai.render_request(request) == {
             "model": model,
             "messages": [{"role": "user", "content": "[completion]"}],
@@ -1015,6 +1044,7 @@ def test_the_forced_completion_call_renders_without_reasoning(model: str) -> Non
                 }
             ],
             "tool_choice": {"type": "function", "function": {"name": "__finish__"}},
+            **reasoning,
         }
 
 

@@ -489,8 +489,10 @@ def test_a_text_reply() -> None:
     parsed = gemini.parse_response(reply([{"text": "It is "}, {"text": "Paris."}]))
     assert (parsed.text, parsed.tool_calls, parsed.stop) == ("It is Paris.", (), EndTurn())
     assert parsed.provider_stop_reason == "STOP"
-    # thinking is billed as output
-    assert parsed.usage == Usage(input_tokens=12, output_tokens=35, total_tokens=47)
+    # thinking is billed as output, and said apart
+    assert parsed.usage == Usage(
+        input_tokens=12, output_tokens=35, total_tokens=47, reasoning_tokens=30
+    )
     assert parsed.model == "gemini-2.5-flash"
     assert parsed.reasoning_blocks == ()
 

@@ -15,7 +15,7 @@ from typing import Literal
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from harness.llm import anthropic
+from harness.llm import anthropic, openai
 from harness.llm._wire import compact_json
 from harness.llm.adapters import FRAGMENT_WIRE
 from harness.llm.models import (
@@ -183,12 +183,15 @@ def _messages_after(
 
 
 def _openai_after(request: LlmRequest) -> dict[str, object]:
+    """Reasoning as sent: an effort as itself unless it is what disabled reasoning sends the
+    model (`reasoning_off`), disabled reasoning as disabled where it is said at all."""
     effort = request.reasoning
-    return {
-        "reasoning": ReasoningEffort(effort=effort.effort)
-        if isinstance(effort, ReasoningEffort)
-        else None
-    }
+    off = openai.model_capabilities("openai", request.model).reasoning_off
+    if isinstance(effort, ReasoningEffort) and effort.effort != off:
+        return {"reasoning": ReasoningEffort(effort=effort.effort)}
+    if effort is not None and off is not None:
+        return {"reasoning": ReasoningDisabled()}
+    return {"reasoning": None}
 
 
 def _anthropic_after(request: LlmRequest) -> dict[str, object]:

@@ -19,6 +19,15 @@ const OPENAI_REFUSES_TOOLS = new RegExp(
   "i",
 );
 const OPENAI_STOPS = { stop: "end_turn", tool_calls: "tool_use", length: "limit_reached" };
+// A reasoning model reasons unless told not to: what turns its reasoning off, or as far down as
+// it goes (a forced call disables reasoning). The first match wins.
+const OPENAI_REASONING_OFF = [
+  [/^o1-(mini|preview)/, null], // takes no effort at all
+  [/^gpt-5[.\d]*-chat/, null], // does not reason
+  [/^gpt-5\.[1-9]/, "none"], // from GPT-5.1 on, reasoning turns off
+  [/^gpt-5/, "minimal"], // GPT-5's least
+  [/^o[134](-|$)/, "low"], // the o-series' least
+];
 
 const ANTHROPIC_VERSION = "2023-06-01"; // the Messages API version this code is written against
 const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
@@ -142,8 +151,10 @@ function openAIBody(request) {
       request.maxTokens;
   }
   if (request.temperature != null) body.temperature = request.temperature;
-  if (request.reasoning != null && request.reasoning !== "disabled")
-    body.reasoning_effort = request.reasoning;
+  if (request.reasoning === "disabled") {
+    const off = OPENAI_REASONING_OFF.find(([rule]) => rule.test(request.model))?.[1] ?? null;
+    if (off != null) body.reasoning_effort = off;
+  } else if (request.reasoning != null) body.reasoning_effort = request.reasoning;
   if (request.stream)
     Object.assign(body, { stream: true, stream_options: { include_usage: true } });
   return body;

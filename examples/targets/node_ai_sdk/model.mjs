@@ -130,8 +130,21 @@ function refuseTools(name, params) {
   return params;
 }
 
+// A reasoning model reasons unless told not to: what turns its reasoning off, or as far down as
+// it goes (a forced call disables reasoning). The first match wins.
+const OPENAI_REASONING_OFF = [
+  [/^o1-(mini|preview)/, null], // takes no effort at all
+  [/^gpt-5[.\d]*-chat/, null], // does not reason
+  [/^gpt-5\.[1-9]/, "none"], // from GPT-5.1 on, reasoning turns off
+  [/^gpt-5/, "minimal"], // GPT-5's least
+  [/^o[134](-|$)/, "low"], // the o-series' least
+];
+
 function openAISettings(request) {
-  const effort = request.reasoning === "disabled" ? null : request.reasoning;
+  const effort =
+    request.reasoning === "disabled"
+      ? (OPENAI_REASONING_OFF.find(([rule]) => rule.test(request.model))?.[1] ?? null)
+      : request.reasoning;
   return {
     maxOutputTokens: request.maxTokens ?? undefined,
     temperature: request.temperature ?? undefined,

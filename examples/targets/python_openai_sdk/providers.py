@@ -26,6 +26,15 @@ OPENAI_REFUSES_TOOLS = re.compile(
     re.I,
 )
 OPENAI_STOPS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "limit_reached"}
+# A reasoning model reasons unless told not to: what turns its reasoning off, or as far down as
+# it goes (a forced call disables reasoning). The first match wins.
+OPENAI_REASONING_OFF = (
+    (re.compile(r"o1-(mini|preview)"), None),  # takes no effort at all
+    (re.compile(r"gpt-5[.\d]*-chat"), None),  # does not reason
+    (re.compile(r"gpt-5\.[1-9]"), "none"),  # from GPT-5.1 on, reasoning turns off
+    (re.compile(r"gpt-5"), "minimal"),  # GPT-5's least
+    (re.compile(r"o[134](-|$)"), "low"),  # the o-series' least
+)
 
 ANTHROPIC_VERSION = "2023-06-01"  # the Messages API version this code is written against
 ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
@@ -100,7 +109,13 @@ class OpenAIChat:
             body[limit] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
-        if request.reasoning not in (None, "disabled"):
+        if request.reasoning == "disabled":
+            off = next(
+                (off for rule, off in OPENAI_REASONING_OFF if rule.match(request.model)), None
+            )
+            if off is not None:
+                body["reasoning_effort"] = off
+        elif request.reasoning is not None:
             body["reasoning_effort"] = request.reasoning
         if request.stream:
             body["stream"] = True

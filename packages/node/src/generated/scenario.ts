@@ -63,11 +63,20 @@ export interface TemporalSpec {
 }
 /**
  * One model reply in a script.
+ *
+ * `thinking` is the reasoning the model shows before its text and calls, rendered as each
+ * wire carries it: an Anthropic `thinking` block with a signature, a Gemini
+ * `thoughtSignature` (the harness asks for no thought text), an OpenAI Responses `reasoning`
+ * item with its summary; Chat Completions shows no reasoning but counts it. Its tokens
+ * (`reasoning_token_estimate`, unless `usage` says) are part of the reply's output tokens and
+ * its `reasoning_tokens`. A reply of thinking alone, `truncated`, is a model that spent the
+ * whole `max_tokens` thinking: no text, stopped by the limit.
  */
 export interface ScriptedReply {
   text?: string | null;
   truncated?: boolean;
   tool_calls?: ScriptedToolCall[];
+  thinking?: string | null;
   stop?: string | null;
   error?: ScriptedError | null;
   usage?: Usage | null;
@@ -94,6 +103,7 @@ export interface Usage {
   input_tokens?: number;
   output_tokens?: number;
   total_tokens?: number;
+  reasoning_tokens?: number;
 }
 /**
  * The agent under test: its prompt, tools, output schema, budgets, skills, workspace and
@@ -325,6 +335,14 @@ export interface RequestExpect {
   temperature?: number | null;
   contains_text?: string[] | null;
   absent_text?: string[] | null;
+  /**
+   * the token cap as the provider's wire carries it (Anthropic's max_tokens, the thinking budget included; OpenAI's max_completion_tokens or max_tokens; Gemini's maxOutputTokens), or unset when none is sent
+   */
+  max_tokens?: number | "unset" | null;
+  /**
+   * how many assistant turns of the conversation carry the model's reasoning as sent (Anthropic thinking blocks, Gemini thought signatures)
+   */
+  reasoning_turns?: number | null;
 }
 export interface FragmentsExpect {
   present?: string[];
