@@ -75,11 +75,12 @@ class ObservedRequest:
             return self.request
         adapter = adapter_for(self.provider)
         spec = find_provider(self.provider)
-        path = (
+        target = (
             None
             if spec is None
             else spec.request_target(self.request.model, stream=self.request.stream)
         )
+        path = None if target is None else target.split("?", 1)[0]
         return adapter.parse_request(adapter.render_request(self.request), path=path)
 
 

@@ -20,10 +20,14 @@ from harness.llm.script import (
 from harness.runtimes.run import run_agent
 from tests.support.recordings import (
     PROVIDERS,
+    THINKING_TRIGGERS,
     TRIGGER_OUTPUT,
     TRIGGERS,
     provider_gateway,
+    record_thinking,
     record_trigger,
+    thinking_agent,
+    thinking_cassette,
     trigger_agent,
     trigger_cassette,
     trigger_script,
@@ -134,6 +138,32 @@ def test_the_trigger_cassettes_replay_and_are_current(
     assert {c.trigger for c in result.forced_chunks()} == {trigger}
     fresh = tmp_path / path.name
     record_trigger(trigger, provider, fresh)
+    assert [i.digest for i in Cassette.load(fresh).interactions] == [
+        i.digest for i in Cassette.load(path).interactions
+    ], "the agent's requests changed: re-record with `python -m tests.support.recordings`"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_thinking_cassettes_replay_and_are_current(provider: str, tmp_path: Path) -> None:
+    """Each provider's recorded run of a reasoning model: the requests that send thinking back
+    (or, on the forced call, turn it off) replay exactly, and recording again gives the same."""
+    path = thinking_cassette(provider)
+    transport = CassetteTransport(path, strict=True)
+    try:
+        result = run_agent(
+            thinking_agent(provider),
+            provider_gateway(provider, "https://api.example.test", transport),
+            user_message="What is the capital of France?",
+            run_id=f"thinking-{provider}",
+            session_id="session-capital",
+        )
+    finally:
+        transport.close()
+    assert result.status == "completed"
+    assert result.output == TRIGGER_OUTPUT
+    assert {c.trigger for c in result.forced_chunks()} == {THINKING_TRIGGERS[provider]}
+    fresh = tmp_path / path.name
+    record_thinking(provider, fresh)
     assert [i.digest for i in Cassette.load(fresh).interactions] == [
         i.digest for i in Cassette.load(path).interactions
     ], "the agent's requests changed: re-record with `python -m tests.support.recordings`"

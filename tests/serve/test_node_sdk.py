@@ -225,7 +225,8 @@ def sdk_events(
 
 def streamed_message(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The message Anthropic's stream builds: `message_start`'s message, each content block with
-    its text deltas joined and its `input_json_delta`s parsed as the tool input, then
+    its text (or thinking) deltas joined, its signature, and its `input_json_delta`s parsed as
+    the tool input, then
     `message_delta`'s stop reason and usage."""
     message = copy.deepcopy(dict(events[0]["message"]))
     partial_json: dict[int, str] = {}
@@ -236,6 +237,10 @@ def streamed_message(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             block, delta = message["content"][event["index"]], event["delta"]
             if delta["type"] == "text_delta":
                 block["text"] += delta["text"]
+            elif delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
             elif delta["type"] == "input_json_delta":
                 partial_json[event["index"]] = (
                     partial_json.get(event["index"], "") + delta["partial_json"]
@@ -342,7 +347,7 @@ def test_the_agent_cassettes_replay_through_the_node_sdks(node: NodeSdks, tmp_pa
         for path in AGENT_CASSETTES.glob("*.json")
         if load(path)["metadata"]["provider"] in ("openai", "anthropic")
     )
-    assert len(names) == 6
+    assert len(names) == 8  # a run per trigger, and a run that thinks, per provider
 
     replayed = replay_folder(node, folder, names, helper=True)
 

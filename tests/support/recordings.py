@@ -28,6 +28,7 @@ from harness.agent.definition import AgentDefinition, AgentTool
 from harness.agent.result import RunResult
 from harness.cassettes import CassetteTransport
 from harness.llm.gateway import GatewayConfig, LlmGateway, parse_provider
+from harness.llm.models import ReasoningEffort
 from harness.llm.script import ScriptedReply, ScriptedToolCall, ScriptTransport
 from harness.modules.decision import AgentDecisionModule
 from harness.modules.models_acl import AuthenticatedSession, LlmDetails, LlmDetailsService
@@ -231,6 +232,71 @@ TRIGGERS = ("terminal_text", "max_tokens", "max_steps")
 PROVIDERS = ("openai", "anthropic", "gemini")
 
 
+# -- agent runs that reason, one cassette per provider -----------------------------------------------
+
+THINKING_MODELS: Final = {
+    "openai": "gpt-5-mini",
+    "anthropic": "claude-sonnet-4-5",
+    "gemini": "gemini-2.5-flash",
+}
+"""The reasoning model of each provider's thinking agent."""
+THINKING_TRIGGERS: Final = {"openai": "max_tokens", "anthropic": "max_steps", "gemini": "max_steps"}
+"""How each provider's thinking run enters forced completion: OpenAI's reasoning uses up
+`max_completion_tokens`; Claude and Gemini think before each call until the steps run out."""
+
+
+def thinking_agent(provider: str) -> AgentDefinition:
+    """`trigger_agent(provider)` on a reasoning model that reasons: two steps, an explicit token
+    cap (OpenAI's `max_completion_tokens` holds its reasoning, Anthropic's its thinking budget)."""
+    return trigger_agent(provider).evolve(
+        model=THINKING_MODELS[provider],
+        max_steps=2,
+        max_tokens=512 if provider == "openai" else 16_000,
+        reasoning=ReasoningEffort(effort="medium" if provider == "openai" else "low"),
+    )
+
+
+def thinking_script(provider: str) -> list[ScriptedReply]:
+    finish = ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="__finish__", arguments=TRIGGER_OUTPUT),)
+    )
+    if THINKING_TRIGGERS[provider] == "max_tokens":
+        spent = ScriptedReply(thinking="Reasoning about every capital in Europe.", truncated=True)
+        return [spent, finish]
+    searches = [("I should search for the capital.", "capital of France")]
+    searches.append(("Let me check a second source.", "France capital city"))
+    return [
+        *(
+            ScriptedReply(
+                thinking=thought,
+                tool_calls=(ScriptedToolCall(name="search", arguments={"q": query}),),
+            )
+            for thought, query in searches
+        ),
+        finish,
+    ]
+
+
+def thinking_cassette(provider: str) -> Path:
+    return REPOSITORY / "cassettes" / "agent" / f"thinking-{provider}.json"
+
+
+def record_thinking(provider: str, path: Path) -> RunResult:
+    """Record one run of `thinking_agent(provider)` answered by `thinking_script(provider)`."""
+    with scripted_provider(provider, thinking_script(provider)) as base_url:
+        transport = CassetteTransport(path, mode="all", run_id=uuid.uuid4().hex)
+        try:
+            return run_agent(
+                thinking_agent(provider),
+                provider_gateway(provider, base_url, transport),
+                user_message="What is the capital of France?",
+                run_id=f"thinking-{provider}",
+                session_id="session-capital",
+            )
+        finally:
+            transport.close()
+
+
 # -- the wire cassettes, recorded through `harness serve` -----------------------------------------
 
 RESPONSES_CASSETTE: Final = "wire/responses"
@@ -372,6 +438,10 @@ def record_all() -> list[Path]:
             path = trigger_cassette(trigger, provider)
             record_trigger(trigger, provider, path)
             written.append(path)
+    for provider in PROVIDERS:
+        path = thinking_cassette(provider)
+        record_thinking(provider, path)
+        written.append(path)
     written.extend(record_wire_cassettes(REPOSITORY / "cassettes"))
     return written
 
