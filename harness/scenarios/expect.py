@@ -12,7 +12,14 @@ from harness.agent.output import output_validator
 from harness.agent.prompt import FORCED_METADATA_KEY, MEMORY_METADATA_KEY
 from harness.agent.result import RunResult
 from harness.llm.adapters import adapter_for
-from harness.llm.models import AssistantMessage, LlmRequest, NamedToolChoice, ReasoningDisabled
+from harness.llm.capabilities import capabilities_for
+from harness.llm.models import (
+    AssistantMessage,
+    LlmRequest,
+    NamedToolChoice,
+    ReasoningDisabled,
+    ReasoningEffort,
+)
 from harness.protocol.chunks import ForcedCompletionChunk, StreamChunk
 from harness.protocol.forced import ForcedCompletionState
 from harness.providers import Provider, find_provider
@@ -557,6 +564,8 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
                 reasoning = "unset (the model reasons unless told not to)"
             else:
                 reasoning = "disabled" if wanted.reasoning == "disabled" else "unset"
+        elif reasoning == "disabled" and observed.provider is not None:
+            reasoning = _disabled_as_sent(observed)
         fields.append(("reasoning", wanted.reasoning, reasoning))
     if wanted.system_fragments is not None:
         fields.append(("system_fragments", wanted.system_fragments, list(observed.fragments)))
@@ -588,6 +597,21 @@ def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tu
         if wanted.reasoning_turns is not None:
             fields.append(("reasoning_turns", wanted.reasoning_turns, reasoning_turns(sent)))
     return fields
+
+
+def _disabled_as_sent(observed: ObservedRequest) -> str:
+    """Disabled reasoning as the reference's wire says it: `disabled`, unless the body leaves a
+    model that reasons unless told not to reasoning (nothing sent), or sends it an effort."""
+    sent = observed.sent().reasoning
+    if isinstance(sent, ReasoningEffort):
+        return f"{sent.effort} (as sent)"
+    assert observed.provider is not None
+    if (
+        sent is None
+        and capabilities_for(observed.provider, observed.request.model).reasons_by_default
+    ):
+        return "unset as sent (the model reasons unless told not to)"
+    return "disabled"
 
 
 def reasoning_turns(request: LlmRequest) -> int:
