@@ -17,7 +17,8 @@ whether they disagree. The first disagreement is shrunk by hypothesis itself, an
 cell is written with an `expect` taken from what the reference did, in the scenario vocabulary.
 
 A search is deterministic for a `--seed` (same target, same cells, same file): it keeps no
-example database, so no earlier run changes what it tries.
+example database, so no earlier run changes what it tries, and draws no constant from the modules
+the process loaded (`_no_constants_of_loaded_modules`), so neither does what ran before it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import random
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Final, Literal, get_args
@@ -765,7 +767,7 @@ def _search(
     notes: list[str] = []
     progress.stage = "searching"
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _no_constants_of_loaded_modules():
             # a finding of a 65,536-character answer is written to a file, never printed
             warnings.simplefilter("ignore", HypothesisWarning)
             agrees()
@@ -799,6 +801,34 @@ def _search(
         finding=finding,
         notes=notes,
     )
+
+
+@contextmanager
+def _no_constants_of_loaded_modules() -> Iterator[None]:
+    """While the search runs, hypothesis draws none of the constants it reads from the modules
+    loaded in this process, so what a `--seed` tries does not depend on what was imported first.
+
+    Now and then hypothesis (6.131 on) draws a number or string from the source of every module
+    loaded from outside the standard library and site-packages, read again whenever
+    `sys.modules` grows: a test worker that had run other tests, or a target with modules of its
+    own, had other ones, and the same seed tried other cells there. Its own constants it still
+    draws. Hypothesis has no setting for this, so its reader is replaced for the search and put
+    back after, and the constants it cached from either pool are dropped on the way in and out."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a hypothesis before 6.131 reads no module's constants
+        yield
+        return
+    read_loaded_modules = providers._get_local_constants
+    none = Constants()
+    providers.CONSTANTS_CACHE.cache.clear()
+    providers._get_local_constants = lambda *_: none
+    try:
+        yield
+    finally:
+        providers._get_local_constants = read_loaded_modules
+        providers.CONSTANTS_CACHE.cache.clear()
 
 
 def _refuse_unwritable(out: Path) -> None:

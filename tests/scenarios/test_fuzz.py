@@ -5,9 +5,9 @@ scenario file that loads, fails on the mutant and passes on the reference."""
 from __future__ import annotations
 
 import errno
+import importlib
 import io
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -43,7 +43,6 @@ from tests.support.targets import stdio_target
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-ROOT: Final = Path(__file__).resolve().parents[2]
 BUDGET: Final = 50
 WRONG_CODE: Final = "tests.support.fuzz_mutants:wrong_code_after_max_tokens"
 DROPPED_CHUNK: Final = "tests.support.fuzz_mutants:drops_second_attempt_started"
@@ -143,39 +142,55 @@ def test_without_shrinking_the_first_differing_cell_is_written_as_generated(
     assert not _fails_on(REFERENCE_TARGET, written)
 
 
-@pytest.mark.subprocess
 def test_a_dropped_chunk_is_caught_by_the_written_chunk_sequence(tmp_path: Path) -> None:
-    """`harness fuzz --seed 1` as a user runs it, in a process of its own: the search is the
-    seed's alone (in a test worker that has run hundreds of other tests it went another way)."""
-    searched = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from harness.cli import main; main()",
-            "fuzz",
-            "--target",
-            DROPPED_CHUNK,
-            "--kind",
-            "agent",
-            "--cells",
-            str(BUDGET),
-            "--seed",
-            "1",
-            "--out",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    outcome = fuzz(
+        TargetSpec(callable=DROPPED_CHUNK), cells=BUDGET, seed=1, out=tmp_path, kinds=["agent"]
     )
-    assert searched.returncode == 1, searched.stdout + searched.stderr
-    assert "missing {kind: forced_completion, phase: attempt_started}" in searched.stdout
-    (written,) = tmp_path.glob("*.yaml")
-    (loaded,) = load_file(written)
-    assert loaded.scenario.expect.chunk_sequence is not None
-    assert _fails_on(DROPPED_CHUNK, written)
-    assert not _fails_on(REFERENCE_TARGET, written)
+    finding = outcome.finding
+    assert finding is not None
+    assert finding.caught_by_expect
+    assert any(
+        "missing {kind: forced_completion, phase: attempt_started}" in line
+        for line in finding.differences
+    )
+    assert finding.scenario.expect.chunk_sequence is not None
+    assert _fails_on(DROPPED_CHUNK, finding.path)
+    assert not _fails_on(REFERENCE_TARGET, finding.path)
+
+
+def test_a_seed_tries_the_same_cells_whatever_the_process_imported_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hypothesis now and then draws a constant from the source of the modules loaded in the
+    process, outside the standard library and site-packages: a module loaded between two
+    searches (as in a test worker that has run other tests) made the same seed try other cells
+    from the 15th on, and miss the mutant it had found at the 17th."""
+
+    def search(out: Path) -> tuple[int, int, str | None]:
+        outcome = fuzz(
+            TargetSpec(callable=DROPPED_CHUNK),
+            cells=BUDGET,
+            seed=1,
+            out=out,
+            kinds=["agent"],
+            shrink=False,
+        )
+        written = outcome.finding.path.read_text() if outcome.finding is not None else None
+        return outcome.found_at, outcome.cells_run, written
+
+    first = search(tmp_path / "first")
+    assert first[2] is not None
+    loaded_later = tmp_path / "loaded" / "constants_loaded_later.py"
+    loaded_later.parent.mkdir()
+    numbers = tuple(range(-997, 1000, 7))
+    words = tuple(f"w{n}" for n in range(200))
+    loaded_later.write_text(f"NUMBERS = {numbers!r}\nWORDS = {words!r}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(loaded_later.parent)
+    importlib.import_module(loaded_later.stem)  # from tmp_path: hypothesis reads its constants
+    try:
+        assert search(tmp_path / "second") == first
+    finally:
+        del sys.modules[loaded_later.stem]
 
 
 def test_a_wrong_default_budget_is_found_through_a_cell_that_sets_none(tmp_path: Path) -> None:
