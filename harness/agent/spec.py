@@ -19,14 +19,52 @@ from harness.agent.state import CancelPoint, PersistencePoint
 from harness.errors import IllegalArgumentException
 from harness.llm.models import Effort
 from harness.protocol._base import WireModel
+from harness.protocol.forced import ForcedCompletionState, ForcedTrigger
+
+
+class OverrideWhen(WireModel):
+    """Which forced calls an override applies to, read from the forced-completion state the
+    callback is given (its third argument): every condition given must hold."""
+
+    trigger: list[ForcedTrigger] | None = Field(
+        default=None, min_length=1, description="the state's trigger is one of these"
+    )
+    from_attempt: PositiveInt | None = Field(
+        default=None,
+        description="the attempt about to be made (the state's attemptsUsed + 1) is at least this",
+    )
+
+    def holds(self, state: ForcedCompletionState | None) -> bool:
+        """Whether a forced call whose callback was given `state` gets the override (never
+        without a state: a forced call always has one)."""
+        if state is None:
+            return False
+        if self.trigger is not None and state.trigger not in self.trigger:
+            return False
+        return self.from_attempt is None or state.next_attempt >= self.from_attempt
 
 
 class ConfigOverrideSpec(WireModel):
-    """What the agent's `llm_config_override` callback returns in the forced phase."""
+    """What the agent's `llm_config_override` callback returns in the forced phase: its
+    changes, on every forced call or, with `when`, on those whose forced-completion state says
+    so (a later attempt, a trigger)."""
 
     model: str | None = None
     temperature: float | None = None
     max_tokens: PositiveInt | None = None
+    when: OverrideWhen | None = None
+
+    def changes(self) -> dict[str, object]:
+        """The changes the callback returns, without the unset ones."""
+        return {
+            name: value
+            for name, value in (
+                ("model", self.model),
+                ("temperature", self.temperature),
+                ("max_tokens", self.max_tokens),
+            )
+            if value is not None
+        }
 
 
 # The fields every agent has come from `AgentParts`, the one declaration `AgentDefinition`

@@ -133,7 +133,8 @@ def equivalent_body(value: Any, path: str, provider: str | None = None) -> Any:
     """A parsed JSON body with what its provider lets a client spell two ways read by value:
     each JSON text of `json_text_fields` as `{"parsed": <its value>}` (a text that is not JSON,
     such as a call cut off mid-arguments, stays as it is), and each list of one plain text
-    block of `text_block_fields` as its text."""
+    block of `text_block_fields` as its text, and each value of `equivalent_values` as the
+    value it means."""
     spec = find_provider(provider) if provider else detect_spec(path)
     if spec is None:
         return value
@@ -145,7 +146,14 @@ def equivalent_body(value: Any, path: str, provider: str | None = None) -> Any:
         value = _replaced_at(value, split_pointer(pointer), _json_value)
     for pointer in spec.text_block_fields:
         value = _replaced_at(value, split_pointer(pointer), _block_text)
+    for pointer, spelt, meant in spec.equivalent_values:
+        value = _replaced_at(value, split_pointer(pointer), _reading(spelt, meant))
     return value
+
+
+def _reading(spelt: str, meant: str) -> Callable[[Any], Any]:
+    """Reads `spelt` as `meant`, and any other value as itself."""
+    return lambda node: meant if node == spelt else node
 
 
 def _camel_case_members(

@@ -35,6 +35,12 @@ OPENAI: Final = ProviderSpec(
         "/messages/*/tool_calls/*/function/arguments",
         "/input/*/arguments",
     ),
+    # a reasoning model takes the system prompt as a `developer` message, and reads a `system`
+    # one as such: clients send either
+    equivalent_values=(
+        ("/messages/*/role", "developer", "system"),
+        ("/input/*/role", "developer", "system"),
+    ),
     forced_tool_choice_refusal=(
         400,
         "invalid_request_error",

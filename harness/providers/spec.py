@@ -216,6 +216,10 @@ class ProviderSpec:
     data_members: frozenset[str] = frozenset()
     map_members: frozenset[str] = frozenset()
     ignored_when_equivalent: tuple[str, ...] = ()
+    equivalent_values: tuple[tuple[str, str, str], ...] = ()
+    """Values that mean the same as another at a member (JSON pointer, the value, the value it
+    reads as), read as that other in the equivalent key only: OpenAI's `developer` role, which
+    the Vercel AI SDK sends a reasoning model in place of `system`."""
     """Members (JSON pointers, in lowerCamelCase) the provider ignores and one client adds:
     left out of the equivalent key only (google-genai's `role` on `systemInstruction`)."""
     tool_result_error_flag: bool = False

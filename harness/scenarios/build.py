@@ -11,7 +11,7 @@ from pydantic_core import ErrorDetails
 
 from harness.agent.definition import AgentDefinition, AgentTool
 from harness.agent.loop import LlmCallConfig, LlmConfigOverride, OverrideContext
-from harness.agent.spec import AgentSpec, ConfigOverrideSpec
+from harness.agent.spec import AgentSpec
 from harness.agent.tools import ApprovalPolicy
 from harness.cassettes.modes import RecordMode
 from harness.errors import IllegalArgumentException
@@ -87,7 +87,7 @@ def agent_refusals(scenario: Scenario, spec: AgentSpec) -> list[ErrorDetails]:
         return []
     base = {"model": agent.model, "max_tokens": agent.max_tokens, "temperature": agent.temperature}
     try:
-        LlmCallConfig.model_validate(base | _changes(override))
+        LlmCallConfig.model_validate(base | override.changes())
     except ValidationError as error:
         return [
             _located(detail, ("agent", "llm_config_override", *detail["loc"]))
@@ -114,19 +114,21 @@ def _located(detail: ErrorDetails, location: tuple[int | str, ...]) -> ErrorDeta
     return located
 
 
-def _changes(override: ConfigOverrideSpec) -> dict[str, object]:
-    return {k: v for k, v in override.model_dump().items() if v is not None}
-
-
 def config_override(spec: AgentSpec) -> LlmConfigOverride | None:
-    """The callback: in the forced phase it returns the scenario's override; else nothing."""
+    """The callback: in the forced phase it returns the scenario's override, when the
+    forced-completion state it is given matches the override's `when`; else nothing."""
     override = spec.llm_config_override
     if override is None:
         return None
-    changes = _changes(override)
+    changes = override.changes()
+    when = override.when
 
     def callback(config: LlmCallConfig, context: OverrideContext) -> Mapping[str, object] | None:
-        return changes if context.execution_phase == "forced_completion" else None
+        if context.execution_phase != "forced_completion":
+            return None
+        if when is not None and not when.holds(context.forced_completion):
+            return None
+        return changes
 
     return callback
 

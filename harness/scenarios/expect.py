@@ -306,6 +306,9 @@ AGENT_CHECKS: Final[Mapping[str, AgentCheck]] = {
     ),
     "crashes": _reported(_counted("crashes"), "it", _unless_null(_equal(lambda run: run.crashes))),
     "forced_request": _unless_null(_requests("forced")),
+    "forced_requests": _unless_null(
+        lambda key, wanted, run: check_each_request(key, wanted, run.requests["forced"])
+    ),
     "forced_history": _unless_null(
         lambda key, wanted, run: check_forced_history(wanted, run.requests["forced"])
     ),
@@ -546,6 +549,22 @@ def _check_requests(
                     f"{key}.{field}", expected, f"{shown} (request #{index + 1})"
                 )
     return list(failed.values())
+
+
+def check_each_request(
+    key: str, wanted: Sequence[RequestExpect], requests: Sequence[ObservedRequest]
+) -> list[Mismatch]:
+    """One mismatch per expected field of the i-th entry that the i-th request breaks; a
+    different number of requests is one mismatch."""
+    if len(wanted) != len(requests):
+        return [Mismatch(f"{key} (count)", len(wanted), len(requests))]
+    mismatches: list[Mismatch] = []
+    for index, (expected, request) in enumerate(zip(wanted, requests, strict=True)):
+        for field, value, actual in _request_fields(expected, request):
+            if not _field_matches(field, value, actual):
+                shown = where_texts_part(value, actual) if field == "contains_text" else actual
+                mismatches.append(Mismatch(f"{key}[{index}].{field}", value, shown))
+    return mismatches
 
 
 def _request_fields(wanted: RequestExpect, observed: ObservedRequest) -> list[tuple[str, Any, Any]]:

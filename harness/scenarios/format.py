@@ -403,6 +403,11 @@ class Expect(ScenarioModel):
     )
     crashes: int | None = Field(default=None, ge=0, description="simulated crashes survived")
     forced_request: RequestExpect | None = None
+    forced_requests: list[RequestExpect] | None = Field(
+        default=None,
+        description="one entry per forced request, in the order they were sent: what that "
+        "request holds (as forced_request says of every one)",
+    )
     forced_history: ForcedHistory | None = Field(
         default=None,
         description="per forced request, in the order they were sent (one entry each): the "
@@ -442,6 +447,7 @@ _AGENT_ONLY = frozenset(
         "chunks_in_order",
         "crashes",
         "forced_request",
+        "forced_requests",
         "forced_history",
         "work_request",
         "memory_extractions",

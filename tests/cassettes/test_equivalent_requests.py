@@ -104,6 +104,27 @@ def test_a_text_and_one_text_block_are_one_anthropic_request_but_two_blocks_are_
     )
 
 
+def test_a_developer_message_is_the_system_message_of_an_openai_request() -> None:
+    """The Vercel AI SDK sends a reasoning model its system prompt as a `developer` message;
+    OpenAI reads either as the system prompt."""
+
+    def key(role: str, path: str = "messages") -> str:
+        message = {"role": role, "content": "Be brief."}
+        url = CHAT_URL if path == "messages" else "https://api.openai.com/v1/responses"
+        body = {"model": "gpt-5-mini", path: [message, {"role": "user", "content": "Hi"}]}
+        return equivalent_request_key("POST", url, {}, json.dumps(body).encode())
+
+    assert key("developer") == key("system")
+    assert key("developer", "input") == key("system", "input")
+    assert key("user") != key("system")
+    # the request key keeps the role as sent
+    assert canonical_request_key(
+        "POST", CHAT_URL, {}, json.dumps({"messages": [{"role": "developer"}]}).encode()
+    ) != canonical_request_key(
+        "POST", CHAT_URL, {}, json.dumps({"messages": [{"role": "system"}]}).encode()
+    )
+
+
 @pytest.mark.parametrize(
     ("cassette", "index"),
     library_interactions(),

@@ -84,7 +84,7 @@ def test_harness_run_without_paths_in_a_folder_without_scenarios_runs_the_bundle
     scenarios = len(load_scenarios([ROOT / "scenarios"]))
     first = result.output.splitlines()[0]
     assert first == f"running the bundled scenario library ({scenarios} scenarios) from {ROOT}"
-    assert "11 passed, 0 failed" in result.output  # each cassette replayed from the library
+    assert "14 passed, 0 failed" in result.output  # each cassette replayed from the library
 
 
 def test_a_folder_with_scenarios_runs_its_own_and_says_nothing_of_the_bundled_one(
@@ -172,7 +172,7 @@ def test_harness_library_copy_copies_scenarios_and_cassettes_that_then_run(
     ran = CliRunner().invoke(main, ["run", "-k", SMALL])
     assert ran.exit_code == 0, ran.output
     assert "bundled" not in ran.output
-    assert "11 passed, 0 failed" in ran.output
+    assert "14 passed, 0 failed" in ran.output
 
 
 def test_harness_library_copy_refuses_to_overwrite_without_force(empty_folder: Path) -> None:

@@ -218,7 +218,7 @@ export function cancelRun(state) {
  * The units of one agent's runs. `effects.callModel(label, request)` answers `{ reply }` or
  * `{ failure: { unsupported, message } }`; `effects.runTool(label, call)` answers what
  * `Agent.runTool` does. `label` names the unit uniquely within the run (a Workflow's step name).
- * `configOverride(config, phase)` is called before every model call when given and
+ * `configOverride(config, phase, forced)` (the forced-completion state, or null before the phase) is called before every model call when given and
  * `invokeConfigOverride` is on; its changes apply to that call.
  */
 export class AgentLoop {
@@ -446,7 +446,7 @@ export class AgentLoop {
     };
     if (!this.configOverride) return config;
     run.overrideCalls.push(phase);
-    return { ...config, ...this.configOverride({ ...config }, phase) };
+    return { ...config, ...this.configOverride({ ...config }, phase, run.forced ?? null) };
   }
 
   /** The `__finish__` output and the problems that make it invalid (none when valid). */

@@ -136,7 +136,8 @@ export class AgentRun {
     this.agent = agent;
     this.model = model;
     this.approve = approve;
-    this.configOverride = configOverride; // (config, phase) => changes or null, before every call
+    // (config, phase, forced state or null) => changes or null, before every call
+    this.configOverride = configOverride;
     this.validate = agent.output_schema ? ajv.compile(agent.output_schema) : null;
     this.messages = [];
     this.answers = []; // every complete answer text, for the outcome record
@@ -386,7 +387,7 @@ export class AgentRun {
     };
     if (!this.configOverride) return config;
     this.overrideCalls.push(phase);
-    return { ...config, ...this.configOverride({ ...config }, phase) };
+    return { ...config, ...this.configOverride({ ...config }, phase, this.forced?.record() ?? null) };
   }
 
   /** The `__finish__` output and the problems that make it invalid (none when valid). */

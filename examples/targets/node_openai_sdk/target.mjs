@@ -62,14 +62,23 @@ async function runCell(cell) {
   };
 }
 
-/** The cell's `llm_config_override`: its changes in the forced-completion phase only. */
+/**
+ * The cell's `llm_config_override`: its changes in the forced-completion phase, on the calls
+ * whose forced-completion state (the callback's third argument) matches its `when`: a trigger,
+ * an attempt from which it applies.
+ */
 function forcedPhaseOverride(agent) {
   if (!agent.llm_config_override) return null;
-  const { model, temperature, max_tokens: maxTokens } = agent.llm_config_override;
+  const { model, temperature, max_tokens: maxTokens, when } = agent.llm_config_override;
   const changes = Object.fromEntries(
     Object.entries({ model, temperature, maxTokens }).filter(([, value]) => value != null),
   );
-  return (_config, phase) => (phase === "forced_completion" ? changes : null);
+  return (_config, phase, forced) => {
+    if (phase !== "forced_completion" || !forced) return null;
+    if (when?.trigger && !when.trigger.includes(forced.trigger)) return null;
+    if (when?.from_attempt && forced.attemptsUsed + 1 < when.from_attempt) return null;
+    return changes;
+  };
 }
 
 // One message at a time, in order: each cell's answer is written before the next line is read.

@@ -111,9 +111,10 @@ class ToolChoiceUnsupportedError(ModelCallFailed):
 
 Model = Callable[[Request], Reply]
 Approve = Callable[[ToolCall], bool]
-ConfigOverride = Callable[[dict[str, Any], str], dict[str, Any] | None]
-"""Called before every model call with the call's config and its phase (`work` or
-`forced_completion`); what it returns replaces those keys of the config."""
+ConfigOverride = Callable[[dict[str, Any], str, "ForcedState | None"], dict[str, Any] | None]
+"""Called before every model call with the call's config, its phase (`work` or
+`forced_completion`) and the forced-completion state (None before the phase); what it returns
+replaces those keys of the config."""
 
 
 # -- the agent ----------------------------------------------------------------------------------
@@ -496,7 +497,7 @@ class AgentRun:
         }
         if self.config_override is not None:
             self.override_calls.append(phase)
-            config.update(self.config_override(dict(config), phase) or {})
+            config.update(self.config_override(dict(config), phase, self.forced) or {})
         return config
 
     def validate(self, arguments: str) -> tuple[Any, list[str]]:

@@ -15,7 +15,7 @@ import time
 import traceback
 from typing import Any
 
-from agent import Agent, AgentRun, ToolCall, envelope, outcome_record
+from agent import Agent, AgentRun, ForcedState, ToolCall, envelope, outcome_record
 from providers import connect
 
 HELLO = {
@@ -86,11 +86,24 @@ def approve(agent: Agent, call: ToolCall) -> bool:
 
 
 def forced_phase_override(agent: Agent) -> Any:
-    """The cell's `llm_config_override`: its changes in the forced-completion phase only."""
+    """The cell's `llm_config_override`: its changes in the forced-completion phase, on the
+    calls whose forced-completion state matches its `when` (a trigger, an attempt from)."""
     if agent.llm_config_override is None:
         return None
-    changes = {k: v for k, v in agent.llm_config_override.items() if v is not None}
-    return lambda config, phase: changes if phase == "forced_completion" else None
+    override = dict(agent.llm_config_override)
+    when = override.pop("when", None) or {}
+    changes = {k: v for k, v in override.items() if v is not None}
+
+    def callback(config: dict[str, Any], phase: str, forced: ForcedState | None) -> Any:
+        if phase != "forced_completion" or forced is None:
+            return None
+        if when.get("trigger") is not None and forced.trigger not in when["trigger"]:
+            return None
+        if when.get("from_attempt") is not None and forced.attempts_used + 1 < when["from_attempt"]:
+            return None
+        return changes
+
+    return callback
 
 
 def main() -> None:

@@ -173,12 +173,29 @@ export interface Memory {
   memories?: string[];
 }
 /**
- * What the agent's `llm_config_override` callback returns in the forced phase.
+ * What the agent's `llm_config_override` callback returns in the forced phase: its
+ * changes, on every forced call or, with `when`, on those whose forced-completion state says
+ * so (a later attempt, a trigger).
  */
 export interface ConfigOverrideSpec {
   model?: string | null;
   temperature?: number | null;
   max_tokens?: number | null;
+  when?: OverrideWhen | null;
+}
+/**
+ * Which forced calls an override applies to, read from the forced-completion state the
+ * callback is given (its third argument): every condition given must hold.
+ */
+export interface OverrideWhen {
+  /**
+   * the state's trigger is one of these
+   */
+  trigger?: ("terminal_text" | "max_tokens" | "max_steps")[] | null;
+  /**
+   * the attempt about to be made (the state's attemptsUsed + 1) is at least this
+   */
+  from_attempt?: number | null;
 }
 /**
  * One execution of a completion scenario's module: the workflow state it is given and what
@@ -236,6 +253,10 @@ export interface Expect {
    */
   crashes?: number | null;
   forced_request?: RequestExpect | null;
+  /**
+   * one entry per forced request, in the order they were sent: what that request holds (as forced_request says of every one)
+   */
+  forced_requests?: RequestExpect[] | null;
   /**
    * per forced request, in the order they were sent (one entry each): the messages its conversation ends with, in order, every [completion] message among them
    */
