@@ -4,12 +4,14 @@ it as a scenario file.
 Cells are generated with hypothesis from the property kit's own strategies (`harness.strategies`),
 of every kind the target runs. Agent cells: agents with an output schema or none (a plain run),
 budgets 0..3 or none, 1..3 steps, tools (approval granted or denied), skills, workspaces, memory,
-streaming and reasoning (OpenAI efforts, Anthropic thinking); scripts of prose, `max_tokens`
-cuts, tool calls with cut-off JSON, `__finish__` with siblings (before or after it), several
+streaming and reasoning (OpenAI efforts, Anthropic and Gemini thinking); scripts of prose,
+`max_tokens` cuts, thinking before a reply (for an agent that reasons) and thinking that spends
+the whole cap, tool calls with cut-off JSON, `__finish__` with siblings (before or after it), several
 calls in one reply, schema-invalid output, provider errors and the provider's refusal of a
 forced tool choice; every provider the target speaks (`hello.providers`); plus text that is
 blank to Java, JavaScript and Python alike; and, as the hello's features allow, an
-`llm_config_override` for the forced phase, crash points and a cancellation. Module cells: completion
+`llm_config_override` for the forced phase (on every forced call, or on those whose
+forced-completion state matches a trigger or an attempt), crash points and a cancellation. Module cells: completion
 executions through one module, decision states with a model selection, an ACL, a tool policy
 and scripted replies. Each cell runs on the target and on the reference through the
 `--compare-reference` machinery, and the contract differ (`harness.scenarios.contract`) decides
@@ -42,13 +44,14 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException, HypothesisWarning
 
 from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefinition
-from harness.agent.spec import ConfigOverrideSpec, FaultSpec
+from harness.agent.spec import ConfigOverrideSpec, FaultSpec, OverrideWhen
 from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.interrupts import Interrupts, interrupts_redelivered
 from harness.json_body import canonical_number
 from harness.llm.gateway import GatewayConfig, LlmGateway
+from harness.llm.models import ReasoningEffort
 from harness.llm.script import ScriptedError, ScriptedReply, ScriptTransport
 from harness.providers import PROVIDERS, Provider, find_provider
 from harness.runtimes.run import FaultNotReachedError
@@ -231,20 +234,57 @@ def _refusals_and_blanks(provider: Provider) -> st.SearchStrategy[ScriptedReply]
 
 
 _OVERRIDE_TEMPERATURES: Final = (0.1, 1.5)
+_TRIGGERS: Final = ("terminal_text", "max_tokens", "max_steps")
 
 
 def _config_overrides(provider: Provider) -> st.SearchStrategy[ConfigOverrideSpec]:
     """What a generated agent's `llm_config_override` returns in the forced phase: another of
     `provider`'s tool models, a temperature (the generated agents set none), a token cap, or any
-    of them together (nothing at all included: an override that changes nothing)."""
+    of them together (nothing at all included: an override that changes nothing), on every
+    forced call or on those whose forced-completion state has one of some triggers or is about
+    to make attempt 2 or 3 (`when`), so a target that gives its callback no state, or a stale
+    one, sends another request than the reference."""
     spec = find_provider(provider)
     assert spec is not None  # a Provider is registered
+    when = st.builds(
+        OverrideWhen,
+        trigger=st.none()
+        | st.lists(st.sampled_from(_TRIGGERS), min_size=1, max_size=2, unique=True),
+        from_attempt=st.none() | st.integers(min_value=2, max_value=3),
+    )
     return st.builds(
         ConfigOverrideSpec,
         model=st.none() | st.sampled_from(spec.tool_models),
         temperature=st.none() | st.sampled_from(_OVERRIDE_TEMPERATURES),
         max_tokens=st.none() | st.just(128),
+        when=st.none() | when,
     )
+
+
+_THOUGHTS: Final = (
+    "The user wants a capital. I should search first.",
+    "Checking the schema before I answer.",
+)
+
+
+def _thinking_replies(
+    replies: st.SearchStrategy[ScriptedReply], agent: AgentDefinition
+) -> st.SearchStrategy[ScriptedReply]:
+    """`replies`, for an agent that reasons, now and then with the thinking its model shows
+    before them (a signed block, a thought signature, reasoning tokens, as its wire carries
+    them), and a reply of thinking alone cut off by the token limit: the max_tokens trigger of
+    a model that spent its whole cap thinking."""
+    if not isinstance(agent.reasoning, ReasoningEffort):
+        return replies
+    thoughts = st.sampled_from(_THOUGHTS)
+
+    def thought(reply: ScriptedReply) -> st.SearchStrategy[ScriptedReply]:
+        if reply.error is not None:
+            return st.just(reply)
+        return st.just(reply) | thoughts.map(lambda words: reply.evolve(thinking=words))
+
+    spent = thoughts.map(lambda words: ScriptedReply(thinking=words, truncated=True))
+    return replies.flatmap(thought) | spent
 
 
 def _supported(agent: AgentDefinition, features: Sequence[str]) -> AgentDefinition:
@@ -312,7 +352,9 @@ def _agent_scenarios(
     def for_provider(provider: Provider) -> st.SearchStrategy[Scenario]:
         def scenario(agent: AgentDefinition) -> st.SearchStrategy[Scenario]:
             tools = [tool.name for tool in agent.all_tools()]
-            reply = replies(agent.output_schema, tools=tools, provider=provider)
+            reply = _thinking_replies(
+                replies(agent.output_schema, tools=tools, provider=provider), agent
+            )
             length = agent.max_steps + agent.max_completion_retries
             script = st.lists(
                 reply | _refusals_and_blanks(provider), min_size=length, max_size=length
@@ -1028,7 +1070,7 @@ def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
         store.close()
         gateway.close()
     forced = stored.forced_completion if stored is not None else None
-    run = AgentObservation.of_run(result, forced)
+    run = AgentObservation.of_run(result, forced, scenario.provider)
     expect: dict[str, Any] = {"status": run.status}
     if run.error_code is not None:
         expect["error_code"] = run.error_code
@@ -1047,9 +1089,14 @@ def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
         if chunk.kind != "text_delta"
     ]
     for kind in ("work", "forced"):
-        common = _common_request_fields([request_view(kind, r) for r in run.requests[kind]])
+        views = [request_view(kind, r) for r in run.requests[kind]]
+        common = _common_request_fields(views)
         if common:
             expect[f"{kind}_request"] = common
+        if kind == "forced":
+            each = [_request_fields(view, skip=common) for view in views]
+            if any(each):
+                expect["forced_requests"] = each
     if forced is None:
         expect["store_absent"] = True
     else:
@@ -1078,7 +1125,21 @@ _REQUEST_FIELDS: Final = (
     "completion_metadata",
     "model",
     "temperature",
+    "max_tokens",
+    "reasoning_turns",
 )
+_EACH_REQUEST_FIELDS: Final = ("model", "temperature", "max_tokens", "reasoning_turns")
+"""What a forced request may carry that another does not (an override of some attempts, the
+reasoning of a later turn): written per request when it differs."""
+
+
+def _request_fields(view: dict[str, Any], *, skip: dict[str, Any]) -> dict[str, Any]:
+    """The fields of one request that the requests of its kind do not all share."""
+    return {
+        name: view[name]
+        for name in _EACH_REQUEST_FIELDS
+        if name not in skip and view[name] is not None
+    }
 
 
 def _common_request_fields(views: list[dict[str, Any]]) -> dict[str, Any]:

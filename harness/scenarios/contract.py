@@ -13,8 +13,9 @@ deltas, or send request fields the contract does not read. So the comparison cov
   common subsequence, so one missing or extra chunk is one line
   (`answer.chunks: missing {kind: forced_completion, phase: attempt_started} before step_start #4`);
 - each request as the expectations read it (its kind, tools, tool choice, reasoning, system
-  fragments, memory recall, `[completion]` metadata, model, temperature, and the order of the
-  tool results it carries back), aligned the same way.
+  fragments, memory recall, `[completion]` metadata, model, temperature, the token cap and the
+  turns sent with their reasoning as the wire carries them, and the order of the tool results
+  it carries back), aligned the same way.
 
 Each line is `path: reference -> target`, or says what is missing or extra.
 """
@@ -28,7 +29,12 @@ from typing import Any, Final
 from harness.cassettes.diff import structural_diff
 from harness.json_body import canonical_numbers, parse_json_body
 from harness.llm.models import ToolResultMessage
-from harness.scenarios.expect import ObservedRequest, shown_reasoning, shown_tool_choice
+from harness.scenarios.expect import (
+    ObservedRequest,
+    reasoning_turns,
+    shown_reasoning,
+    shown_tool_choice,
+)
 
 FREE_TEXT: Final = frozenset({"error_message", "message", "errors"})
 """Members whose wording the contract leaves open (error messages, and a tool result's schema
@@ -81,6 +87,7 @@ def request_differences(
 def request_view(kind: str, observed: ObservedRequest) -> dict[str, Any]:
     """A request as the expectations read it (the fields a scenario's `expect` can name)."""
     request = observed.request
+    sent = observed.sent()
     return {
         "kind": kind,
         "tools": list(request.tool_names()),
@@ -91,6 +98,8 @@ def request_view(kind: str, observed: ObservedRequest) -> dict[str, Any]:
         "completion_metadata": observed.completion_metadata,
         "model": request.model,
         "temperature": request.temperature,
+        "max_tokens": "unset" if sent.max_tokens is None else sent.max_tokens,
+        "reasoning_turns": reasoning_turns(sent),
         # which call each tool result answers, in the order they go back: the model's call order
         "tool_results": [
             message.tool_call_id

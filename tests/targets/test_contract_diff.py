@@ -130,10 +130,13 @@ def test_requests_differ_only_on_what_the_expectations_read() -> None:
     forced = NamedToolChoice(name="__finish__")
     reference = [("work", observed()), ("forced", observed(tool_choice=forced))]
     unread = [
-        ("work", observed(max_tokens=99, top_p=0.5)),
+        ("work", observed(top_p=0.5, stop_sequences=("END",))),
         ("forced", observed(tool_choice=forced)),
     ]
     assert request_differences(reference, unread) == []
+    # the token cap is read (expect.*.max_tokens), as the wire carries it
+    capped = [("work", observed(max_tokens=99)), ("forced", observed(tool_choice=forced))]
+    assert request_differences(reference, capped) == ['requests[0].max_tokens: "unset" -> 99']
     required = [("work", observed()), ("forced", observed(tool_choice="required"))]
     assert request_differences(reference, required) == [
         'requests[1].tool_choice: "__finish__" -> "required"'
