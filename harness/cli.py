@@ -397,6 +397,14 @@ def run(
     show_default=True,
     help="Seconds a target may take for one cell.",
 )
+@click.option(
+    "--engine",
+    type=_Choice(_engines),
+    default="simulated",
+    show_default=True,
+    help="real: the reference runs the agent cells on Temporal or DBOS themselves (with "
+    "--runtime temporal or dbos), crashes killing a worker; simulated: on the in-process loop.",
+)
 def fuzz_command(
     target: str | None,
     target_cmd: str | None,
@@ -408,6 +416,7 @@ def fuzz_command(
     out: Path,
     shrink: bool,
     cell_timeout: float,
+    engine: str,
 ) -> None:
     """Generate cells (agent, decision and completion, as the target runs them), run each on
     the target and on the reference, and on the first difference write the smallest cell that
@@ -428,6 +437,7 @@ def fuzz_command(
             out=out,
             kinds=list(kinds) or None,
             shrink=shrink,
+            engine=engine,
         )
     except KeyboardInterrupt as interruption:  # the target is ended by then
         _fuzz_interrupted(interruption, seed)

@@ -46,6 +46,7 @@ from hypothesis.errors import HypothesisException, HypothesisWarning
 from harness.agent.definition import DEFAULT_MAX_COMPLETION_RETRIES, AgentDefinition
 from harness.agent.spec import ConfigOverrideSpec, FaultSpec, OverrideWhen
 from harness.agent.state import PERSISTENCE_POINTS, PersistencePoint
+from harness.engines.settings import ENGINE_NAMES, REAL_RUNTIMES, EngineName
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.interrupts import Interrupts, interrupts_redelivered
@@ -695,6 +696,7 @@ def fuzz(
     providers: Sequence[Provider] = PROVIDERS,
     kinds: Sequence[ScenarioKind] | None = None,
     shrink: bool = True,
+    engine: str = "simulated",
 ) -> FuzzOutcome:
     """Run up to `cells` generated cells on `target` and on the reference; on the first
     difference in the contract, shrink the cell (unless not `shrink`: then the cell is written
@@ -702,9 +704,12 @@ def fuzz(
     the reference did there.
 
     The cells are of the `kinds` given (default: every kind the target's hello declares); agent
-    cells run on `runtime` (default `js`, else the first the target declares). Raises
-    `FuzzOptionError` for `cells` below 1, a negative `seed`, or a kind or runtime the target's
-    hello does not declare; `FuzzWriteError` when the scenario file cannot be written (a full
+    cells run on `runtime` (default `js`, else the first the target declares). With `engine`
+    `real` the reference runs them on Temporal or DBOS themselves (`runtime` `temporal` or
+    `dbos`), its crash points killing a worker, so a target is compared with what the engine
+    does. Raises `FuzzOptionError` for `cells` below 1, a negative `seed`, an engine other than
+    `simulated` and `real`, `real` on another runtime, or a kind or runtime the target's hello
+    does not declare; `FuzzWriteError` when the scenario file cannot be written (a full
     disk); the target's own errors (it cannot be started) propagate as `HarnessError`s.
 
     Ctrl-C stops the search at once, also while a cell runs, while shrinking or while the file
@@ -721,10 +726,21 @@ def fuzz(
         raise FuzzOptionError(
             f"expected a --seed of 0 or more but got seed={seed!r} (type={type(seed).__name__})"
         )
+    if engine not in ENGINE_NAMES:
+        raise FuzzOptionError(
+            f"expected --engine {' or '.join(ENGINE_NAMES)} but got engine={engine!r}"
+        )
+    if engine == "real" and runtime not in REAL_RUNTIMES:
+        raise FuzzOptionError(
+            "--engine real runs the reference's agent cells on Temporal or DBOS: give --runtime "
+            f"{' or --runtime '.join(REAL_RUNTIMES)} (got runtime={runtime!r})"
+        )
     _refuse_unwritable(out)
     progress = _Progress()
     interrupts = Interrupts()
-    with target_runner(replace(target, compare_reference=True)) as runner:
+    reference_engine: EngineName = "real" if engine == "real" else "simulated"
+    compared = replace(target, compare_reference=True, reference_engine=reference_engine)
+    with target_runner(compared) as runner:
         # an interruption leaves the block first, so `target_runner` ends the target with nothing
         # sending SIGINT any more (Ctrl-C pressed again there kills it without waiting)
         try:
@@ -1046,7 +1062,7 @@ def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
     """An agent cell's status, error code, output, call counts, the exact forced-completion
     chunks, the whole chunk stream but its text, what every work and forced request carried
     alike, its persisted forced state, counters (the `llm_config_override` calls' phases, when
-    the agent has one) and records."""
+    the agent has one; the crashes survived, when the cell plans some) and records."""
     spec = scenario.agent
     assert spec is not None
     assert scenario.script is not None
@@ -1105,6 +1121,8 @@ def _agent_expect(scenario: Scenario, runtime: str) -> dict[str, Any]:
         expect["memory_extractions"] = run.memory_extractions
     if spec.llm_config_override is not None:
         expect["llm_config_override_calls"] = list(run.override_calls or [])
+    if scenario.faults:
+        expect["crashes"] = run.crashes
     record = {
         key: value
         for key, value in run.outcome_record.items()

@@ -30,6 +30,7 @@ from harness.agent.prompt import (
     work_fragments,
 )
 from harness.cassettes import CassetteTransport, RecordMode
+from harness.engines.settings import EngineName
 from harness.errors import HarnessError
 from harness.lazy import ReadOnDemand
 from harness.llm.adapters import adapter_for
@@ -50,7 +51,7 @@ from harness.scenarios.expect import (
 )
 from harness.scenarios.format import Expect, Scenario
 from harness.scenarios.run import Cell, CellResult, RunOptions, UnexpectedCellError, mode_for
-from harness.targets import REFERENCE_TARGET
+from harness.targets import REAL_ENGINE_REFERENCE_TARGET, REFERENCE_TARGET
 from harness.targets.base import DEFAULT_CELL_TIMEOUT, CallableTarget, CommandTarget, Target
 from harness.targets.environment import target_environment
 from harness.targets.errors import TargetError, TargetProtocolError, TargetSpecError
@@ -98,6 +99,9 @@ class TargetSpec:
     command: str | None = None
     cell_timeout: float = DEFAULT_CELL_TIMEOUT
     compare_reference: bool = False
+    reference_engine: EngineName = "simulated"
+    """What the compared reference runs `temporal` and `dbos` agent cells on: `real`, Temporal
+    and DBOS themselves (`REAL_ENGINE_REFERENCE_TARGET`)."""
     env: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -335,6 +339,10 @@ class _ReportedError(Exception):
         self.type_name = reported.type
 
 
+def _reference_target(engine: EngineName) -> str:
+    return REAL_ENGINE_REFERENCE_TARGET if engine == "real" else REFERENCE_TARGET
+
+
 @contextmanager
 def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
     """Connect the target (and the reference), start the replay server; close all at the end,
@@ -344,7 +352,11 @@ def target_runner(spec: TargetSpec) -> Iterator[TargetRunner]:
 
     with ReplayServer() as server:
         under_test = _Connected(spec.open())
-        reference = _Connected(CallableTarget(REFERENCE_TARGET)) if spec.compare_reference else None
+        reference = (
+            _Connected(CallableTarget(_reference_target(spec.reference_engine)))
+            if spec.compare_reference
+            else None
+        )
         interrupted = False
         try:
             yield TargetRunner(spec, server, under_test, reference)

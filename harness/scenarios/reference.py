@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 
 import httpx2
 
+from harness.engines.settings import EngineName
 from harness.llm.gateway import GatewayConfig, LlmGateway
 from harness.modules.completion import AgentCompletionModule
 from harness.modules.models_acl import LlmDetails
@@ -48,6 +49,17 @@ API_KEY: Final = "harness-reference-target"
 
 def run(message: dict[str, Any]) -> dict[str, Any] | None:
     """Answer one protocol message."""
+    return _answer(message, engine="simulated")
+
+
+def run_on_real_engines(message: dict[str, Any]) -> dict[str, Any] | None:
+    """Answer one protocol message, running a `temporal` or `dbos` agent cell on Temporal or
+    DBOS themselves (`harness.engines`: a dev server and SQLite, started on first use and
+    stopped when the process ends), crashes killing a worker; every other cell as `run` does."""
+    return _answer(message, engine="real")
+
+
+def _answer(message: dict[str, Any], *, engine: EngineName) -> dict[str, Any] | None:
     kind = message.get("type")
     if kind == "hello":
         Hello.model_validate(message)
@@ -63,7 +75,7 @@ def run(message: dict[str, Any]) -> dict[str, Any] | None:
         Shutdown.model_validate(message)
         return None
     if message.get("kind") == "agent":
-        return _agent(AgentCell.model_validate(message))
+        return _agent(AgentCell.model_validate(message), engine)
     return _module(ModuleCell.model_validate(message))
 
 
@@ -84,7 +96,7 @@ def _gateway(provider: str, base_urls: dict[str, str]) -> LlmGateway:
     return LlmGateway(config, transport=_connections())
 
 
-def _agent(cell: AgentCell) -> dict[str, Any]:
+def _agent(cell: AgentCell, engine: EngineName) -> dict[str, Any]:
     scenario = Scenario.model_construct(  # the parts of a scenario the message carries
         name=cell.scenario,
         provider=cell.provider,
@@ -104,6 +116,7 @@ def _agent(cell: AgentCell) -> dict[str, Any]:
             run_id=cell.run_id,
             session_id=cell.session_id,
             user_message=cell.user_message,
+            engine=engine,
         )
         store.delete(cell.run_id)
     finally:

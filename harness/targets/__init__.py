@@ -5,6 +5,7 @@ traffic is `harness.scenarios.on_target`; the harness's own reference as a targe
 
 from harness.targets.base import (
     DEFAULT_CELL_TIMEOUT,
+    REAL_ENGINE_REFERENCE_TARGET,
     REFERENCE_TARGET,
     CallableTarget,
     CommandTarget,
@@ -24,6 +25,7 @@ from harness.targets.protocol import PROTOCOL_VERSION, json_schema
 __all__ = [
     "DEFAULT_CELL_TIMEOUT",
     "PROTOCOL_VERSION",
+    "REAL_ENGINE_REFERENCE_TARGET",
     "REFERENCE_TARGET",
     "CallableTarget",
     "CommandTarget",

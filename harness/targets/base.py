@@ -38,6 +38,9 @@ from harness.targets.errors import (
 DEFAULT_CELL_TIMEOUT: Final = 30.0
 """Seconds a target may take to answer one cell (`--cell-timeout`)."""
 REFERENCE_TARGET: Final = "harness.scenarios.reference:run"
+REAL_ENGINE_REFERENCE_TARGET: Final = "harness.scenarios.reference:run_on_real_engines"
+"""The reference target running its `temporal` and `dbos` agent cells on Temporal and DBOS
+themselves (started on first use, in this process), its other cells as `REFERENCE_TARGET`."""
 """The harness's own modules as a target: `harness run --target harness.scenarios.reference:run`."""
 MOVED_TARGETS: Final = {"harness.targets.reference:run": REFERENCE_TARGET}
 """Targets of the harness that moved, by their earlier names, which keep working."""

@@ -130,3 +130,12 @@ def only(kinds: list[str]) -> Any:
 
 completion_only = only(["completion"])
 agent_only = only(["agent"])
+
+
+def forgets_its_crashes(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference, except that it reports no crash survived: a runtime that resumes after a
+    crash but does not count it."""
+    answer = reference(message)
+    if answer is not None and answer.get("type") == "result" and "counters" in answer:
+        answer["counters"]["crashes"] = 0
+    return answer
