@@ -278,6 +278,58 @@ MUTANTS = (
         caught_by="CancelNotReachedError",
         scenarios=("records", "runtimes"),
     ),
+    Mutant(
+        name="anthropic-forced-call-keeps-thinking",
+        path="llm/anthropic.py",
+        old="            if thinking:",
+        new="            if True:",  # every turn's thinking sent, thinking on or off
+        caught_by="thinking-max-steps-anthropic[js-sqlite]: expect.forced_request.reasoning_turns",
+        scenarios=("forced/thinking.yaml",),
+    ),
+    Mutant(
+        name="forced-max-tokens-keeps-the-thinking-budget",
+        path="llm/anthropic.py",
+        old="    budget = thinking_budget(thinking, request.max_tokens) if thinking else 0",
+        new="    budget = thinking_budget(thinking, request.max_tokens) if thinking else 4096",
+        caught_by="thinking-terminal-text-anthropic[js-sqlite]: expect.forced_request.max_tokens",
+        scenarios=("forced/thinking.yaml",),
+    ),
+    Mutant(
+        name="thinking-spent-cap-is-terminal-text",
+        path="agent/loop.py",
+        old="        if response.truncated:",
+        new="        if response.truncated and (response.text or response.tool_calls):",
+        caught_by="thinking-used-up-max-tokens-anthropic[js-sqlite]: expect.chunk_sequence",
+        scenarios=("forced/thinking.yaml",),
+    ),
+    Mutant(
+        name="forced-call-strips-all-reasoning",
+        path="agent/loop.py",
+        old="            messages=(*state.messages, nudge),",
+        new="            messages=(*(m.evolve(reasoning_blocks=()) if isinstance(m, AssistantMessage)"
+        " else m for m in state.messages), nudge),",
+        caught_by="thinking-max-steps-gemini[js-sqlite]: expect.forced_request.reasoning_turns",
+        scenarios=("forced/thinking.yaml",),
+    ),
+    Mutant(
+        name="openai-disabled-reasoning-unsaid",
+        path="llm/openai.py",
+        old='            body["reasoning_effort"] = off',
+        new="            pass",  # a reasoning model left at its default effort
+        caught_by="reasoning-terminal-text-openai-o4-mini[js-sqlite]: "
+        "expect.forced_request.reasoning",
+        scenarios=("forced/thinking.yaml",),
+    ),
+    Mutant(
+        name="override-given-no-forced-state",
+        path="agent/loop.py",
+        old="            execution_phase=phase, forced_completion=state.forced_completion, "
+        "step=state.step",
+        new="            execution_phase=phase, forced_completion=None, step=state.step",
+        caught_by="config-override-reads-the-attempt-from-the-forced-state[js-memory]: "
+        "expect.forced_requests[1].model",
+        scenarios=("runtimes/config-override.yaml",),
+    ),
 )
 
 
@@ -360,12 +412,12 @@ def test_the_library_catches_the_mutant(mutant: Mutant, tmp_path: Path) -> None:
 
 
 FUZZ_BUDGET = 300
-"""Generated cells `harness fuzz --runtime js --seed 1` may take to find each mutant below; it
-finds the blank reply, the misplaced chunk and `__finish__` handled before its siblings at its
-third cell, the denied tool at its fifth, a forced attempt that advances the step at its seventh
-and the tool results out of call order at its 11th. A forced reply, or its results, left out of
-the next attempt's request it finds within the budget, as a tool result missing from that
-request."""
+"""Generated cells `harness fuzz --runtime js --seed 1` may take to find each mutant below; where
+it finds each is tabled in docs/targets.md (`__finish__` handled before its siblings at its
+third cell, the thinking budget kept in a forced call at its fourth, the misplaced chunk at its
+12th, the blank reply at its 17th, ... the reasoning a forced call drops at its 130th). A forced
+reply, or its results, left out of the next attempt's request it finds within the budget, as a
+tool result missing from that request."""
 FOUND_BY_FUZZ = (
     "blank-reply-counts-as-answer",
     "denied-tool-runs-anyway",
@@ -375,6 +427,9 @@ FOUND_BY_FUZZ = (
     "finish-handled-before-siblings",
     "forced-history-drops-the-reply",
     "forced-history-drops-the-tool-results",
+    "forced-max-tokens-keeps-the-thinking-budget",
+    "thinking-spent-cap-is-terminal-text",
+    "forced-call-strips-all-reasoning",
 )
 """The blind-spot mutants: `harness fuzz` finds each with no scenario written for it. Two others
 only the library catches: `completion-length-checked-before-blank` (no generated answer is both
@@ -387,7 +442,11 @@ read what the messages of a request say; `scenarios/forced/history.yaml` catches
 it finds within the budget, but only on a Gemini cell, whose requests carry no call ids: the
 harness numbers the calls it reads back by their place in the conversation, so a message left out
 shifts the ids of the tool results after it. That is not the difference itself, and the cell it
-writes does not catch the mutant, so it is not listed here."""
+writes does not catch the mutant, so it is not listed here. Claude's thinking sent on a forced
+call (`anthropic-forced-call-keeps-thinking`) and an override given no forced-completion state
+(`override-given-no-forced-state`) it finds within the budget on other seeds only (0 and 2), and
+a forced call that leaves an OpenAI reasoning model reasoning (`openai-disabled-reasoning-unsaid`)
+on none: it generates OpenAI agents on models that do not reason."""
 
 
 @pytest.mark.subprocess
